@@ -1,0 +1,49 @@
+"""The agent protocol and the factory that builds agents by name."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Protocol, runtime_checkable
+
+from integrity_gym.core.env import Env
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Anything that maps an observation to an action (a model, a dict, or a string)."""
+
+    def act(self, observation: Any) -> Any:
+        """Return the next action for ``observation``."""
+        ...
+
+
+class NoopAgent:
+    """Does nothing useful: the trivial floor every task must sit far above."""
+
+    def __init__(self, env: Env[Any, Any, Any], seed: int = 0) -> None:
+        self._env_class = env.spec.env_class()
+
+    def act(self, observation: Any) -> Any:
+        """Return the environment's do-nothing action."""
+        return self._env_class.noop_action(observation)
+
+
+AGENTS = ("heuristic", "random", "oracle", "noop")
+
+
+def make_agent(name: str, env: Env[Any, Any, Any], *, seed: int = 0) -> Agent:
+    """Build agent ``name`` for ``env``'s task. Heuristics live in ``agents.heuristic.<env>``."""
+    from integrity_gym.agents.oracle import OracleAgent
+    from integrity_gym.agents.random import RandomAgent
+
+    if name == "random":
+        return RandomAgent(env, seed)
+    if name == "noop":
+        return NoopAgent(env, seed)
+    if name == "oracle":
+        return OracleAgent(env, seed)
+    if name == "heuristic":
+        module = importlib.import_module(f"integrity_gym.agents.heuristic.{env.spec.env}")
+        agent: Agent = module.HeuristicAgent(env.spec, seed=seed)
+        return agent
+    raise ValueError(f"unknown agent {name!r}; choose one of {', '.join(AGENTS)}")

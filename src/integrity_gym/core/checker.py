@@ -1,0 +1,191 @@
+"""``check_env``: the checks every integrity-gym environment (and any plugin task) must pass."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from integrity_gym.core.env import Env, EpisodeFinishedError
+from integrity_gym.core.seeding import make_rng
+from integrity_gym.core.types import Grade, StepResult
+
+AnyEnv = Env[Any, Any, Any]
+
+
+class EnvCheckError(AssertionError):
+    """Raised by ``check_env`` with every failed check listed."""
+
+
+@dataclass
+class _Report:
+    failures: list[str] = field(default_factory=list)
+
+    def check(self, ok: bool, message: str) -> bool:
+        if not ok:
+            self.failures.append(message)
+        return ok
+
+
+def _dump(model: BaseModel) -> str:
+    return model.model_dump_json()
+
+
+def _transcript(env: AnyEnv, seed: int, steps: int) -> list[str]:
+    """Reset with ``seed`` and play seeded random actions; return everything the agent saw."""
+    rng = make_rng("check_env", seed)
+    obs = env.reset(seed=seed)
+    out = [_dump(obs)]
+    for _ in range(steps):
+        if env.done:
+            break
+        result = env.step(type(env).sample_action(obs, rng))
+        obs = result.observation
+        out.append(_dump(result))
+    return out
+
+
+def _fresh(env: AnyEnv) -> AnyEnv:
+    return type(env)(env.spec, **env._config_overrides)
+
+
+def _check_step_result(report: _Report, env: AnyEnv, result: Any) -> None:
+    if not report.check(isinstance(result, StepResult), f"step returned {type(result).__name__}, not StepResult"):
+        return
+    report.check(isinstance(result.observation, env.observation_type), "step observation has the wrong type")
+    report.check(math.isfinite(result.reward), f"reward {result.reward} is not finite")
+    breakdown = result.info.get("reward_breakdown")
+    if report.check(isinstance(breakdown, dict), "info['reward_breakdown'] is missing"):
+        report.check(
+            all(isinstance(k, str) and isinstance(v, float | int) for k, v in breakdown.items()),
+            "reward_breakdown must map component names to numbers",
+        )
+        report.check(
+            math.isclose(sum(breakdown.values()), result.reward, abs_tol=1e-6) or "clipped" in result.info,
+            f"reward {result.reward} != sum of its breakdown {sum(breakdown.values())}",
+        )
+    report.check(result.done == result.observation.done, "StepResult.done disagrees with observation.done")
+    try:
+        json.dumps(result.info)
+    except TypeError as exc:
+        report.check(False, f"info is not JSON-serializable: {exc}")
+
+
+def _find_key(obj: Any, keys: frozenset[str]) -> str | None:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k in keys:
+                return str(k)
+            found = _find_key(v, keys)
+            if found:
+                return found
+    elif isinstance(obj, list):
+        for v in obj:
+            found = _find_key(v, keys)
+            if found:
+                return found
+    return None
+
+
+#: Keys whose presence in an observation means ground truth is on the wire.
+FORBIDDEN_OBSERVATION_KEYS = frozenset(
+    {"ground_truth", "gold", "entities", "label_truth", "remaining_entities", "answer", "correct_decision"}
+)
+
+
+def check_env(env: AnyEnv, *, seed: int = 0, steps: int = 12, policy: Callable[[AnyEnv], Any] | None = None) -> None:
+    """Check that ``env`` honours integrity-gym's contracts; raise ``EnvCheckError`` if not.
+
+    Checked: types of every return value; determinism (same seed, same transcript);
+    JSON round trip of observations and of the full state, and that a restored state continues
+    identically; that no observation changes when hidden truth is altered
+    (``Env.counterfactual``) along an oracle episode; that malformed actions are rejected
+    without raising; that a finished episode refuses steps and stays unchanged; that
+    ``grade`` returns a ``Grade`` in [0, 1]; that ``close`` may be called twice.
+    """
+    report = _Report()
+    cls = type(env)
+
+    # Types and observation round trip.
+    obs = env.reset(seed=seed)
+    report.check(isinstance(obs, env.observation_type), f"reset returned {type(obs).__name__}")
+    report.check(obs == env.observation_type.model_validate_json(_dump(obs)), "observation JSON round trip differs")
+    report.check(not obs.done, "a fresh episode is already done")
+    result = env.step(cls.sample_action(obs, make_rng("check_env/types", seed)))
+    _check_step_result(report, env, result)
+
+    # Determinism across two fresh instances.
+    first, second = _transcript(_fresh(env), seed, steps), _transcript(_fresh(env), seed, steps)
+    report.check(first == second, "same seed and actions gave different transcripts")
+
+    # Malformed actions are rejected, not raised, and change nothing but the step count.
+    env.reset(seed=seed)
+    before = env.observation()
+    for bad in ({"no_such_field": 1}, "not json at all", 12345, None):
+        try:
+            bad_result = env.step(bad)
+        except Exception as exc:  # noqa: BLE001 - any exception here is the failure we report
+            report.check(False, f"step({bad!r}) raised {type(exc).__name__}: {exc}")
+            continue
+        _check_step_result(report, env, bad_result)
+        report.check(bool(bad_result.info.get("error")), f"step({bad!r}) gave no error message in info")
+        if env.done:
+            break
+    after = env.observation()
+    report.check(
+        _strip_step_fields(before) == _strip_step_fields(after),
+        "a malformed action changed the observation beyond the step counters",
+    )
+
+    # Oracle episode: state round trip, counterfactual observations, done guard, grade.
+    env.reset(seed=seed)
+    rng = make_rng("check_env/counterfactual", seed)
+    act = policy or (lambda e: cls.oracle_action(e.state()))
+    guard = 0
+    while not env.done and guard < 10_000:
+        guard += 1
+        state = env.state()
+        state_json = _dump(state)
+        restored = _fresh(env)
+        restored.load_state(cls.state_type.model_validate_json(state_json))
+        report.check(_dump(restored.state()) == state_json, "state JSON round trip differs")
+        report.check(restored.observation() == env.observation(), "restored state gives another observation")
+        twin = _fresh(env)
+        twin.load_state(cls.counterfactual(state, rng))
+        report.check(
+            twin.observation() == env.observation(),
+            f"observation at step {state.step_count} depends on hidden truth (counterfactual differs)",
+        )
+        leaked = _find_key(json.loads(_dump(env.observation())), FORBIDDEN_OBSERVATION_KEYS)
+        report.check(leaked is None, f"observation carries the ground-truth key {leaked!r}")
+        action = act(env)
+        live = env.step(action)
+        replay = restored.step(action)
+        report.check(_dump(live) == _dump(replay), "a restored state continued differently")
+        _check_step_result(report, env, live)
+    report.check(env.done, "the oracle episode did not end")
+    frozen = _dump(env.state())
+    try:
+        env.step(cls.noop_action(env.observation()))
+        report.check(False, "stepping a finished episode did not raise EpisodeFinishedError")
+    except EpisodeFinishedError:
+        pass
+    report.check(_dump(env.state()) == frozen, "stepping a finished episode changed its state")
+    grade = env.grade()
+    report.check(isinstance(grade, Grade) and 0.0 <= grade.score <= 1.0, f"grade() gave {grade!r}")
+
+    env.close()
+    env.close()
+    if report.failures:
+        raise EnvCheckError(f"{env.spec.id} failed check_env:\n- " + "\n- ".join(report.failures))
+
+
+_STEP_FIELDS = frozenset({"step_count", "steps_left", "previous_actions", "interaction_history"})
+
+
+def _strip_step_fields(obs: BaseModel) -> dict[str, Any]:
+    return {k: v for k, v in obs.model_dump().items() if k not in _STEP_FIELDS}

@@ -1,0 +1,240 @@
+"""The environment base class every integrity-gym environment implements."""
+
+from __future__ import annotations
+
+import json
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Generic
+
+from pydantic import BaseModel, ValidationError
+
+from integrity_gym.core.types import ActT, Grade, ObsT, StateT, StepResult
+
+if TYPE_CHECKING:
+    from integrity_gym.core.registry import TaskSpec
+
+
+class InvalidActionError(ValueError):
+    """An action the environment cannot carry out; the message says what was wrong."""
+
+
+class EpisodeFinishedError(RuntimeError):
+    """Raised when stepping an episode that has already ended (nothing is changed)."""
+
+
+class NotResetError(RuntimeError):
+    """Raised when stepping, grading or reading state before the first ``reset``."""
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """Turn a pydantic error into one readable line naming each offending field."""
+    parts = []
+    for err in error.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "action"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def validate_config(config_type: type[BaseModel], values: Mapping[str, Any]) -> Any:
+    """Build a frozen config, turning pydantic's error into a ``ValueError`` that names fields."""
+    try:
+        return config_type.model_validate(dict(values))
+    except ValidationError as exc:
+        raise ValueError(f"invalid {config_type.__name__}: {describe_validation_error(exc)}") from exc
+
+
+class Env(ABC, Generic[ActT, ObsT, StateT]):
+    """An episodic environment: ``reset`` → ``step``… → ``grade``.
+
+    Subclasses implement the ``_``-prefixed hooks. The base class owns the contracts every
+    environment shares: actions are parsed with a clear error instead of an exception, a
+    finished episode refuses further steps without changing anything, and the full state is a
+    JSON-serializable model from which an identical environment can be rebuilt.
+    """
+
+    env_name: ClassVar[str]
+    #: One paragraph shown by ``igym play``: the actions and how to type them.
+    action_help: ClassVar[str] = "Type an action as a JSON object."
+    action_type: ClassVar[type[BaseModel]]
+    observation_type: ClassVar[type[BaseModel]]
+    state_type: ClassVar[type[BaseModel]]
+
+    def __init__(self, spec: TaskSpec, **config: Any) -> None:
+        if spec.env != self.env_name:
+            raise ValueError(f"task {spec.id!r} belongs to {spec.env!r}, not {self.env_name!r}")
+        self.spec = spec
+        self._config_overrides = dict(config)
+        self._configure(spec, {**spec.config, **config})
+        self._started = False
+        self._closed = False
+
+    # ----------------------------------------------------------------- public API
+    def reset(
+        self,
+        *,
+        seed: int | None = None,
+        task: str | None = None,
+        scenario_id: str | int | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> ObsT:
+        """Start a new episode and return its first observation.
+
+        ``seed`` picks the item deterministically; ``task`` switches to another task of the same
+        environment; ``scenario_id`` picks a specific item (by id or index); ``options`` holds
+        environment-specific choices.
+        """
+        if task is not None and task != self.spec.id:
+            from integrity_gym.core.registry import get_spec
+
+            spec = get_spec(task)
+            if spec.env != self.env_name:
+                raise ValueError(f"task {spec.id!r} is not a {self.env_name} task")
+            self.spec = spec
+            self._configure(spec, {**spec.config, **self._config_overrides})
+        obs = self._reset(seed=seed, scenario_id=scenario_id, options=dict(options or {}))
+        self._started = True
+        return obs
+
+    def step(self, action: ActT | Mapping[str, Any] | str) -> StepResult[ObsT]:
+        """Apply one action. A malformed action is rejected in ``info['error']``, never raised."""
+        self._require_started()
+        if self.done:
+            raise EpisodeFinishedError(
+                f"the episode of {self.spec.id} has ended; call reset() to start a new one"
+            )
+        try:
+            parsed = self.parse_action(action)
+        except InvalidActionError as exc:
+            return self._reject(action, str(exc))
+        return self._step(parsed)
+
+    def parse_action(self, action: Any) -> ActT:
+        """Turn a model instance, a mapping or a JSON string into this env's action type."""
+        if isinstance(action, self.action_type):
+            return action  # type: ignore[return-value]
+        if isinstance(action, str):
+            try:
+                action = json.loads(action)
+            except json.JSONDecodeError as exc:
+                raise InvalidActionError(f"action is not valid JSON: {exc.msg}") from exc
+        if isinstance(action, BaseModel):
+            action = action.model_dump()
+        if not isinstance(action, Mapping):
+            raise InvalidActionError(
+                f"action must be a {self.action_type.__name__}, a mapping or a JSON object, "
+                f"not {type(action).__name__}"
+            )
+        try:
+            return self.action_type.model_validate(dict(action))  # type: ignore[return-value]
+        except ValidationError as exc:
+            raise InvalidActionError(describe_validation_error(exc)) from exc
+
+    @property
+    def done(self) -> bool:
+        """True once the current episode has ended."""
+        return self._started and self._is_done()
+
+    def observation(self) -> ObsT:
+        """Return the current observation (no ground truth)."""
+        self._require_started()
+        return self._observation()
+
+    def render(self) -> str:
+        """Return the current observation as text for a person (``igym play``)."""
+        return self.observation().model_dump_json(indent=2)
+
+    def explain(self) -> str:
+        """Explain the episode's outcome in words (``igym play`` and reports)."""
+        grade = self.grade()
+        parts = ", ".join(f"{k}={v:.3f}" for k, v in grade.breakdown.items())
+        verdict = "succeeded" if grade.success else "did not reach"
+        return f"score {grade.score:.3f} {verdict} the threshold {grade.threshold:.2f} ({parts})"
+
+    def state(self) -> StateT:
+        """Return the full internal state, ground truth included (debugging and audit only)."""
+        self._require_started()
+        return self._state()
+
+    def grade(self) -> Grade:
+        """Grade the episode so far: score in [0, 1], success flag and per-dimension breakdown."""
+        self._require_started()
+        return self._grade()
+
+    def load_state(self, state: StateT | Mapping[str, Any]) -> None:
+        """Restore an episode from ``state()`` output (e.g. a session moved between servers)."""
+        parsed = state if isinstance(state, self.state_type) else self.state_type.model_validate(state)
+        self._load_state(parsed)  # type: ignore[arg-type]
+        self._started = True
+
+    def close(self) -> None:
+        """Release resources. Closing twice is harmless."""
+        self._closed = True
+
+    def __enter__(self) -> Env[ActT, ObsT, StateT]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------- agent hooks
+    @classmethod
+    @abstractmethod
+    def sample_action(cls, observation: ObsT, rng: random.Random) -> ActT:
+        """Return a uniformly random well-formed action for ``observation`` (random agent)."""
+
+    @classmethod
+    @abstractmethod
+    def oracle_action(cls, state: StateT) -> ActT:
+        """Return the best action given the full state, ground truth included (oracle agent)."""
+
+    @classmethod
+    @abstractmethod
+    def noop_action(cls, observation: ObsT) -> ActT:
+        """Return the action of an agent that does nothing useful (a trivial baseline)."""
+
+    @classmethod
+    @abstractmethod
+    def counterfactual(cls, state: StateT, rng: random.Random) -> StateT:
+        """Return ``state`` with every piece of truth the agent has not yet seen altered.
+
+        ``check_env`` uses it to prove observations carry no hidden truth: the observation of
+        the altered state must equal the original one.
+        """
+
+    # ----------------------------------------------------------------- subclass hooks
+    @abstractmethod
+    def _configure(self, spec: TaskSpec, config: Mapping[str, Any]) -> None:
+        """Validate and store the episode configuration (raise ``ValueError`` when invalid)."""
+
+    @abstractmethod
+    def _reset(self, *, seed: int | None, scenario_id: str | int | None, options: dict[str, Any]) -> ObsT:
+        """Load an item and return the first observation."""
+
+    @abstractmethod
+    def _step(self, action: ActT) -> StepResult[ObsT]:
+        """Apply a well-formed action."""
+
+    @abstractmethod
+    def _reject(self, raw: Any, message: str) -> StepResult[ObsT]:
+        """Account for an action that could not be carried out, changing nothing else."""
+
+    @abstractmethod
+    def _is_done(self) -> bool: ...
+
+    @abstractmethod
+    def _observation(self) -> ObsT: ...
+
+    @abstractmethod
+    def _state(self) -> StateT: ...
+
+    @abstractmethod
+    def _load_state(self, state: StateT) -> None: ...
+
+    @abstractmethod
+    def _grade(self) -> Grade: ...
+
+    def _require_started(self) -> None:
+        if not self._started:
+            raise NotResetError(f"call reset() on {self.spec.id} before using it")

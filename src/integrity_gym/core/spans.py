@@ -1,0 +1,109 @@
+"""Interval maths shared by the environments: half-open character spans ``[start, end)``."""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator
+from itertools import accumulate
+
+
+def overlap(a_start: int, a_end: int, b_start: int, b_end: int) -> int:
+    """Return the number of positions two half-open spans share."""
+    return max(0, min(a_end, b_end) - max(a_start, b_start))
+
+
+def iou(a_start: int, a_end: int, b_start: int, b_end: int) -> float:
+    """Return the intersection-over-union of two half-open spans (0.0 when disjoint)."""
+    inter = overlap(a_start, a_end, b_start, b_end)
+    if inter == 0:
+        return 0.0
+    return inter / ((a_end - a_start) + (b_end - b_start) - inter)
+
+
+def merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Return the union of ``spans`` as sorted, disjoint, non-adjacent spans."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if end <= start:
+            continue
+        if out and start <= out[-1][1]:
+            if end > out[-1][1]:
+                out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
+class StaticCoverage:
+    """A fixed union of spans answering "how many covered positions lie in [a, b)?" in O(log n)."""
+
+    def __init__(self, spans: Iterable[tuple[int, int]]) -> None:
+        merged = merge(spans)
+        self._starts = [s for s, _ in merged]
+        self._ends = [e for _, e in merged]
+        self._prefix = [0, *accumulate(e - s for s, e in merged)]
+
+    def _covered_before(self, pos: int) -> int:
+        i = bisect_right(self._starts, pos)
+        if i == 0:
+            return 0
+        return self._prefix[i - 1] + min(pos, self._ends[i - 1]) - self._starts[i - 1]
+
+    def covered(self, start: int, end: int) -> int:
+        """Return how many positions of ``[start, end)`` the union covers."""
+        if end <= start:
+            return 0
+        return self._covered_before(end) - self._covered_before(start)
+
+    @property
+    def total(self) -> int:
+        """Total number of covered positions."""
+        return self._prefix[-1]
+
+
+class SpanUnion:
+    """A growing union of spans kept as sorted disjoint pieces.
+
+    ``add`` returns the positions the new span covers for the first time, so callers can keep
+    running totals (e.g. over-redacted characters) without rescanning the union.
+    """
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+        self.total = 0
+
+    def add(self, start: int, end: int) -> list[tuple[int, int]]:
+        """Add ``[start, end)`` and return the newly covered pieces, in order."""
+        if end <= start:
+            return []
+        lo = bisect_left(self._ends, start)  # first piece ending at or after start
+        hi = bisect_right(self._starts, end)  # pieces starting after end are untouched
+        new: list[tuple[int, int]] = []
+        cursor = start
+        for i in range(lo, hi):
+            s, e = self._starts[i], self._ends[i]
+            if s > cursor:
+                new.append((cursor, min(s, end)))
+            cursor = max(cursor, e)
+        if cursor < end:
+            new.append((cursor, end))
+        merged_start = min(start, self._starts[lo]) if lo < hi else start
+        merged_end = max(end, self._ends[hi - 1]) if lo < hi else end
+        self._starts[lo:hi] = [merged_start]
+        self._ends[lo:hi] = [merged_end]
+        self.total += sum(e - s for s, e in new)
+        return new
+
+    def pieces_in(self, start: int, end: int) -> Iterator[tuple[int, int]]:
+        """Yield the union's pieces that overlap ``[start, end)``, clipped to it."""
+        i = bisect_right(self._ends, start)
+        while i < len(self._starts) and self._starts[i] < end:
+            yield max(start, self._starts[i]), min(end, self._ends[i])
+            i += 1
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(self._starts, self._ends, strict=True)
+
+    def __len__(self) -> int:
+        return len(self._starts)
