@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 from pydantic import BaseModel, ValidationError
@@ -202,6 +202,14 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
         ``check_env`` uses it to prove observations carry no hidden truth: the observation of
         the altered state must equal the original one.
         """
+
+    @classmethod
+    def summarize(cls, grades: Sequence[Grade]) -> dict[str, float | None]:
+        """Dataset-level metrics over many graded episodes of one task, beyond the mean score.
+
+        ``None`` marks a metric that is undefined for these episodes (never a silent 0).
+        """
+        return {}
 
     # ----------------------------------------------------------------- subclass hooks
     @abstractmethod
