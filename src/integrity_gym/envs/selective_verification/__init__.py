@@ -1,0 +1,1 @@
+"""selective_verification: calibrated verdicts with abstention, on generated scenes or passages."""
