@@ -101,9 +101,7 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
         """Apply one action. A malformed action is rejected in ``info['error']``, never raised."""
         self._require_started()
         if self.done:
-            raise EpisodeFinishedError(
-                f"the episode of {self.spec.id} has ended; call reset() to start a new one"
-            )
+            raise EpisodeFinishedError(f"the episode of {self.spec.id} has ended; call reset() to start a new one")
         try:
             parsed = self.parse_action(action)
         except InvalidActionError as exc:
@@ -123,8 +121,7 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
             action = action.model_dump()
         if not isinstance(action, Mapping):
             raise InvalidActionError(
-                f"action must be a {self.action_type.__name__}, a mapping or a JSON object, "
-                f"not {type(action).__name__}"
+                f"action must be a {self.action_type.__name__}, a mapping or a JSON object, not {type(action).__name__}"
             )
         try:
             return self.action_type.model_validate(dict(action))  # type: ignore[return-value]

@@ -102,6 +102,13 @@ class SpanUnion:
             yield max(start, self._starts[i]), min(end, self._ends[i])
             i += 1
 
+    def piece_containing(self, pos: int) -> tuple[int, int]:
+        """Return the whole piece that covers position ``pos`` (``KeyError`` if none does)."""
+        i = bisect_right(self._starts, pos) - 1
+        if i < 0 or self._ends[i] <= pos:
+            raise KeyError(f"position {pos} is not covered")
+        return self._starts[i], self._ends[i]
+
     def __iter__(self) -> Iterator[tuple[int, int]]:
         return zip(self._starts, self._ends, strict=True)
 

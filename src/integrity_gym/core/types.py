@@ -20,7 +20,9 @@ class Action(WireModel):
 class Observation(WireModel):
     """Base class of every environment's observation; it never carries ground truth."""
 
-    task_id: str = Field(description="Versioned id of the task being played, e.g. 'pii_redaction/gdpr_contract_easy-v0'.")
+    task_id: str = Field(
+        description="Versioned id of the task being played, e.g. 'pii_redaction/gdpr_contract_easy-v0'."
+    )
     done: bool = Field(description="True once the episode has ended; further steps are refused.")
 
 

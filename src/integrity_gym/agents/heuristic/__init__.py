@@ -1,0 +1,1 @@
+"""Per-environment heuristic baselines: offline, deterministic, and blind to ground truth."""

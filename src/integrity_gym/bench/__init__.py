@@ -1,0 +1,1 @@
+"""Benchmark runner, logs, results database and reports."""

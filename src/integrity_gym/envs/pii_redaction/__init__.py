@@ -1,0 +1,1 @@
+"""pii_redaction: find and label personal data in long documents through a sliding window."""

@@ -1,0 +1,64 @@
+"""Final grade of a pii_redaction episode: a pure function of the document and the redactions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from integrity_gym.core.spans import StaticCoverage, merge
+from integrity_gym.core.types import Grade
+from integrity_gym.envs.pii_redaction.matching import match
+from integrity_gym.envs.pii_redaction.models import Document, Redaction
+from integrity_gym.envs.pii_redaction.reward import (
+    GRADE_IOU,
+    RewardConfig,
+    f1_score,
+    label_accuracy,
+    potential,
+    utility,
+)
+
+
+def grade_redactions(
+    document: Document, redactions: Sequence[Redaction], config: RewardConfig, success_threshold: float
+) -> Grade:
+    """Grade ``redactions`` of ``document``: one-to-one matching at IoU > 0.6.
+
+    The breakdown reports precision, recall, F1, label accuracy, utility, and leakage: gold
+    characters left visible (``leaked_pii_chars``) and their share of all gold characters.
+    """
+    gold = [(e.start, e.end, e.label) for e in document.entities]
+    pred = [(r.start, r.end, r.label) for r in redactions]
+    pairs = match(pred, gold, GRADE_IOU)
+    matched = len(pairs)
+    correct = sum(pred[p][2] == gold[g][2] for g, p in pairs.items())
+
+    redacted = merge((r.start, r.end) for r in redactions)
+    gold_cover = StaticCoverage((e.start, e.end) for e in document.entities)
+    redacted_total = sum(e - s for s, e in redacted)
+    pii_hidden = sum(gold_cover.covered(s, e) for s, e in redacted)
+    over = redacted_total - pii_hidden
+    non_pii = len(document.text) - gold_cover.total
+
+    f1 = f1_score(matched, len(pred), len(gold))
+    label_acc = label_accuracy(correct, matched, len(gold))
+    util = utility(config, over_redacted=over, non_pii=non_pii, redacted=redacted_total, length=len(document.text))
+    score = min(1.0, max(0.0, potential(f1, label_acc, util)))
+    leaked = gold_cover.total - pii_hidden
+    return Grade(
+        score=score,
+        success=score >= success_threshold,
+        threshold=success_threshold,
+        breakdown={
+            "precision": matched / len(pred) if pred else (1.0 if not gold else 0.0),
+            "recall": matched / len(gold) if gold else 1.0,
+            "f1": f1,
+            "label_accuracy": label_acc,
+            "utility": util,
+            "leaked_pii_chars": float(leaked),
+            "leaked_pii_fraction": leaked / gold_cover.total if gold_cover.total else 0.0,
+            "over_redacted_chars": float(over),
+            "true_positives": float(matched),
+            "false_positives": float(len(pred) - matched),
+            "false_negatives": float(len(gold) - matched),
+        },
+    )

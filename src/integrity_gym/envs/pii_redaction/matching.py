@@ -1,0 +1,177 @@
+"""One-to-one matching of predicted spans to gold entities, independent of action order.
+
+Candidate pairs (IoU above the threshold) are found by sort-and-sweep: gold starts are sorted,
+and a prediction can only pair with gold spans starting within one maximum gold length of it.
+The candidate graph splits into connected components. A component with a single gold span or a
+single prediction is solved exactly by taking its best pair; with a threshold of 0.5 or more
+and disjoint gold spans every component has this form, so greedy is optimal. Anything else is
+solved per component with the Hungarian algorithm (``scipy.optimize.linear_sum_assignment``).
+
+A matching first maximises the number of pairs, then the number with the right label (the
+grade's own objectives), then IoU; remaining ties go to the smaller (start, end, label), so the
+result never depends on the order spans were added.
+
+``IncrementalMatcher`` keeps the matching up to date as predictions arrive, re-solving only the
+component a new prediction touches, so a step costs the same however many spans exist.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from integrity_gym.core.spans import iou
+
+Span = tuple[int, int, str]  # (start, end, label)
+
+
+@dataclass(frozen=True)
+class MatchCounts:
+    """Totals of a matching."""
+
+    matched: int
+    label_correct: int
+    predictions: int
+    gold: int
+
+
+class _GoldIndex:
+    """Gold spans sorted by start, for candidate lookups in O(log n + k)."""
+
+    def __init__(self, gold: Sequence[Span]) -> None:
+        order = sorted(range(len(gold)), key=lambda i: (gold[i][0], gold[i][1]))
+        self.gold = gold
+        self.order = order
+        self.starts = [gold[i][0] for i in order]
+        self.max_len = max((e - s for s, e, _ in gold), default=0)
+
+    def candidates(self, pred: Span, threshold: float) -> list[tuple[int, float]]:
+        start, end, _ = pred
+        lo = bisect_left(self.starts, start - self.max_len)
+        hi = bisect_left(self.starts, end)
+        out = []
+        for k in range(lo, hi):
+            g = self.order[k]
+            gs, ge, _ = self.gold[g]
+            score = iou(start, end, gs, ge)
+            if score > threshold:
+                out.append((g, score))
+        return out
+
+
+def _rank(pred: Span, gold: Span, score: float) -> tuple[bool, float, int, int, str]:
+    """Sort key of a pair: best first (correct label, higher IoU, then the smaller span)."""
+    return (pred[2] != gold[2], -score, pred[0], pred[1], pred[2])
+
+
+def _component(
+    seed: int, pred_edges: Sequence[dict[int, float]], gold_edges: Sequence[dict[int, float]]
+) -> tuple[list[int], list[int]]:
+    """Return the predictions and gold spans connected to prediction ``seed``."""
+    preds, golds, frontier = {seed}, set(), [seed]
+    while frontier:
+        for g in pred_edges[frontier.pop()]:
+            if g not in golds:
+                golds.add(g)
+                fresh = gold_edges[g].keys() - preds
+                preds |= fresh
+                frontier.extend(fresh)
+    return sorted(preds), sorted(golds)
+
+
+def _solve_component(
+    preds: list[int],
+    golds: list[int],
+    edges: dict[tuple[int, int], float],
+    pred_spans: Sequence[Span],
+    gold_spans: Sequence[Span],
+) -> dict[int, int]:
+    """Return gold index -> prediction index for one connected component."""
+    if len(golds) == 1 or len(preds) == 1:
+        (p, g), _ = min(edges.items(), key=lambda item: _rank(pred_spans[item[0][0]], gold_spans[item[0][1]], item[1]))
+        return {g: p}
+    # Hungarian: maximise the number of pairs first, then correct labels, then IoU.
+    weight = np.zeros((len(preds), len(golds)))
+    p_pos = {p: i for i, p in enumerate(preds)}
+    g_pos = {g: j for j, g in enumerate(golds)}
+    for (p, g), score in edges.items():
+        label_ok = pred_spans[p][2] == gold_spans[g][2]
+        weight[p_pos[p], g_pos[g]] = 1_000_000.0 + (1_000.0 if label_ok else 0.0) + score
+    rows, cols = linear_sum_assignment(weight, maximize=True)
+    return {golds[c]: preds[r] for r, c in zip(rows, cols, strict=True) if weight[r, c] > 0}
+
+
+class IncrementalMatcher:
+    """The optimal matching of a growing set of predictions against fixed gold spans."""
+
+    def __init__(self, gold: Sequence[Span], threshold: float) -> None:
+        self.threshold = threshold
+        self.gold = list(gold)
+        self.preds: list[Span] = []
+        self._index = _GoldIndex(self.gold)
+        self._pred_edges: list[dict[int, float]] = []  # pred -> {gold: iou}
+        self._gold_edges: list[dict[int, float]] = [{} for _ in self.gold]  # gold -> {pred: iou}
+        self.gold_to_pred: dict[int, int] = {}
+        self.label_correct = 0
+
+    def best_iou(self, start: int, end: int) -> float:
+        """Best IoU of ``[start, end)`` with any gold span (0.0 if none overlaps)."""
+        lo = bisect_left(self._index.starts, start - self._index.max_len)
+        hi = bisect_left(self._index.starts, end)
+        best = 0.0
+        for k in range(lo, hi):
+            gs, ge, _ = self.gold[self._index.order[k]]
+            best = max(best, iou(start, end, gs, ge))
+        return best
+
+    def add(self, pred: Span) -> list[tuple[int, float]]:
+        """Add a prediction; return ``(gold index, IoU of its pair)`` for each newly matched gold."""
+        p = len(self.preds)
+        self.preds.append(pred)
+        edges = dict(self._index.candidates(pred, self.threshold))
+        self._pred_edges.append(edges)
+        for g, score in edges.items():
+            self._gold_edges[g][p] = score
+        if not edges:
+            return []
+        preds, golds = _component(p, self._pred_edges, self._gold_edges)
+        before = {g for g in golds if g in self.gold_to_pred}
+        for g in golds:
+            old = self.gold_to_pred.pop(g, None)
+            if old is not None and self.preds[old][2] == self.gold[g][2]:
+                self.label_correct -= 1
+        comp_edges = {(q, g): s for q in preds for g, s in self._pred_edges[q].items()}
+        solution = _solve_component(preds, golds, comp_edges, self.preds, self.gold)
+        for g, q in solution.items():
+            self.gold_to_pred[g] = q
+            if self.preds[q][2] == self.gold[g][2]:
+                self.label_correct += 1
+        return [(g, self._gold_edges[g][solution[g]]) for g in sorted(solution.keys() - before)]
+
+    def counts(self) -> MatchCounts:
+        """Current totals."""
+        return MatchCounts(len(self.gold_to_pred), self.label_correct, len(self.preds), len(self.gold))
+
+
+def match(pred: Sequence[Span], gold: Sequence[Span], threshold: float) -> dict[int, int]:
+    """Return the optimal one-to-one matching ``gold index -> prediction index`` (IoU > threshold)."""
+    index = _GoldIndex(gold)
+    pred_edges = [dict(index.candidates(p, threshold)) for p in pred]
+    gold_edges: list[dict[int, float]] = [{} for _ in gold]
+    for p, edges in enumerate(pred_edges):
+        for g, score in edges.items():
+            gold_edges[g][p] = score
+    seen: set[int] = set()
+    result: dict[int, int] = {}
+    for p0 in range(len(pred)):
+        if p0 in seen or not pred_edges[p0]:
+            continue
+        preds, golds = _component(p0, pred_edges, gold_edges)
+        seen.update(preds)
+        comp_edges = {(q, g): s for q in preds for g, s in pred_edges[q].items()}
+        result.update(_solve_component(preds, golds, comp_edges, pred, gold))
+    return result

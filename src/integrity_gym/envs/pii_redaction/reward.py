@@ -1,0 +1,152 @@
+"""Step rewards of pii_redaction: potential-based shaping plus direct bonuses and penalties.
+
+The potential is the grade's own formula, ``Φ = 0.5·F1 + 0.25·LabelAccuracy + 0.25·Utility``,
+computed with the same matching and threshold as the grade under the default preset, so the
+shaping rewards of an episode sum exactly to ``Φ(final) − Φ(initial)``. Every function here is a
+pure function of counts, so it can be tested without an environment.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from integrity_gym.core.types import WireModel
+
+#: Names of the reward components, in the order they are reported in ``info``.
+COMPONENTS = (
+    "shaping",
+    "tp_bonus",
+    "fp_penalty",
+    "duplicate_penalty",
+    "invalid_penalty",
+    "miss_penalty",
+    "exploration_reward",
+    "finish_bonus",
+    "skip_miss_penalty",
+    "skip_stagnation_penalty",
+)
+
+#: IoU above which a redaction matches a gold entity in the final grade.
+GRADE_IOU = 0.6
+
+
+class RewardConfig(WireModel):
+    """Magnitudes and rules of the step reward. Use a preset from ``PRESETS``."""
+
+    match_iou: float = Field(GRADE_IOU, gt=0.0, lt=1.0, description="IoU above which a redaction matches (Φ, tp).")
+    tp_bonus: float = Field(0.5, ge=0, description="Paid × IoU when a redaction matches an entity.")
+    tp_once: bool = Field(True, description="Pay tp only for a newly matched entity (else for any match).")
+    fp_penalty: float = Field(0.2, ge=0, description="Charged × (1 − best IoU) for a redaction matching nothing.")
+    duplicate_iou: float = Field(0.8, gt=0.0, le=1.0, description="IoU with an earlier redaction that rejects a span.")
+    duplicate_penalty: float = Field(0.2, ge=0, description="Charged per earlier redaction a duplicate repeats.")
+    invalid_penalty: float = Field(1.0, ge=0, description="Charged for a malformed or out-of-bounds action.")
+    miss_penalty: float = Field(0.3, ge=0, description="Charged per missed entity on NEXT_CHUNK.")
+    exploration_reward: float = Field(0.02, ge=0, description="Paid for NEXT_CHUNK that leaves nothing behind.")
+    explore_needs_move: bool = Field(True, description="Pay exploration only when the window actually moves.")
+    finish_bonus: float = Field(1.0, ge=0, description="Paid for FINISH once every entity is matched.")
+    skip_miss_penalty: float = Field(0.3, ge=0, description="Charged per missed entity on SKIP.")
+    stagnation_penalty: float = Field(0.05, ge=0, description="Charged × min(cap, consecutive SKIPs − 1).")
+    stagnation_cap: int = Field(5, ge=1, description="Cap of the stagnation multiplier.")
+    utility: Literal["non_pii", "all"] = Field(
+        "non_pii",
+        description="'non_pii': 1 − over-redacted non-PII chars / non-PII chars (a perfect agent scores 1); "
+        "'all': the reference's 1 − redacted chars / document length.",
+    )
+    miss_scope: Literal["inside", "overlap"] = Field(
+        "inside", description="Count a missed entity when wholly 'inside' the window, or when it 'overlap's it."
+    )
+    redact_scope: Literal["window", "document"] = Field(
+        "window", description="A REDACT must lie inside the visible 'window', or anywhere in the 'document'."
+    )
+
+
+PRESETS: dict[str, RewardConfig] = {
+    "default": RewardConfig(),
+    # The reference document's formulas, kept for comparison with published numbers.
+    "reference": RewardConfig(
+        match_iou=0.4,
+        tp_once=False,
+        explore_needs_move=False,
+        utility="all",
+        miss_scope="overlap",
+        redact_scope="document",
+    ),
+}
+
+
+def f1_score(matched: int, predictions: int, gold: int) -> float:
+    """F1 of span detection; 1.0 when there is nothing to find and nothing was redacted."""
+    if predictions + gold == 0:
+        return 1.0
+    return 2.0 * matched / (predictions + gold)
+
+
+def label_accuracy(label_correct: int, matched: int, gold: int) -> float:
+    """Share of matched redactions with the right label; 0 when nothing matched (1 if no gold)."""
+    if matched == 0:
+        return 1.0 if gold == 0 else 0.0
+    return label_correct / matched
+
+
+def utility(config: RewardConfig, *, over_redacted: int, non_pii: int, redacted: int, length: int) -> float:
+    """How much of the document's useful text survives, per the preset's definition."""
+    if config.utility == "all":
+        return 1.0 - redacted / length
+    return 1.0 if non_pii == 0 else 1.0 - over_redacted / non_pii
+
+
+def potential(f1: float, label_acc: float, util: float) -> float:
+    """Φ (and the grade's score): 0.5·F1 + 0.25·LabelAccuracy + 0.25·Utility."""
+    return 0.5 * f1 + 0.25 * label_acc + 0.25 * util
+
+
+def redact_reward(config: RewardConfig, *, new_matches: list[float], best_iou: float) -> dict[str, float]:
+    """Direct components of a committed REDACT.
+
+    ``new_matches`` holds the IoU of every entity the redaction newly matched; ``best_iou`` is
+    its best IoU with any entity.
+    """
+    if config.tp_once:
+        if new_matches:
+            return {"tp_bonus": config.tp_bonus * sum(new_matches)}
+    elif best_iou > config.match_iou:
+        return {"tp_bonus": config.tp_bonus * best_iou}
+    if best_iou <= config.match_iou:
+        return {"fp_penalty": -config.fp_penalty * (1.0 - best_iou)}
+    return {}  # overlaps an entity that a better redaction already matched: shaping says it
+
+
+def duplicate_reward(config: RewardConfig, duplicates: int) -> dict[str, float]:
+    """Penalty of a rejected REDACT that repeats ``duplicates`` earlier redactions."""
+    return {"duplicate_penalty": -config.duplicate_penalty * duplicates}
+
+
+def next_chunk_reward(config: RewardConfig, *, missed: int, moved: bool) -> dict[str, float]:
+    """Components of NEXT_CHUNK: a miss penalty, or a small reward for clean progress."""
+    if missed:
+        return {"miss_penalty": -config.miss_penalty * missed}
+    if moved or not config.explore_needs_move:
+        return {"exploration_reward": config.exploration_reward}
+    return {}
+
+
+def skip_reward(config: RewardConfig, *, missed: int, trailing_skips: int) -> dict[str, float]:
+    """Components of SKIP: a miss penalty and a stagnation penalty after the first SKIP."""
+    out = {}
+    if missed:
+        out["skip_miss_penalty"] = -config.skip_miss_penalty * missed
+    if trailing_skips > 1:
+        out["skip_stagnation_penalty"] = -config.stagnation_penalty * min(config.stagnation_cap, trailing_skips - 1)
+    return out
+
+
+def finish_reward(config: RewardConfig, *, all_matched: bool) -> dict[str, float]:
+    """Component of FINISH: the bonus when every entity is matched."""
+    return {"finish_bonus": config.finish_bonus} if all_matched else {}
+
+
+def invalid_reward(config: RewardConfig) -> dict[str, float]:
+    """Penalty of a malformed or out-of-bounds action."""
+    return {"invalid_penalty": -config.invalid_penalty}

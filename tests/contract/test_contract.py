@@ -1,0 +1,116 @@
+"""The contract every registered task honours, one parametrized test per task and property."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import integrity_gym
+from integrity_gym.agents import make_agent
+from integrity_gym.core import EpisodeFinishedError, check_env
+from integrity_gym.core.checker import FORBIDDEN_OBSERVATION_KEYS
+
+TASK_IDS = [spec.id for spec in integrity_gym.list_tasks()]
+ENVS = sorted({spec.env for spec in integrity_gym.list_tasks()})
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def play(task_id: str, agent_name: str, seed: int) -> tuple[float, list[str]]:
+    """Play one episode; return the grade and the JSON of everything the agent saw."""
+    env = integrity_gym.make(task_id)
+    agent = make_agent(agent_name, env, seed=seed)
+    obs = env.reset(seed=seed)
+    seen = [obs.model_dump_json()]
+    while not env.done:
+        result = env.step(agent.act(obs))
+        obs = result.observation
+        seen.append(result.model_dump_json())
+    return env.grade().score, seen
+
+
+def test_there_are_tasks() -> None:
+    assert len(TASK_IDS) >= 3
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_check_env(task_id: str) -> None:
+    check_env(integrity_gym.make(task_id))
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_oracle_reaches_full_grade(task_id: str) -> None:
+    for seed in range(3):
+        score, _ = play(task_id, "oracle", seed)
+        assert score == pytest.approx(1.0), f"seed {seed}"
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+@pytest.mark.parametrize("agent_name", ["noop", "random"])
+def test_trivial_agents_stay_far_below_threshold(task_id: str, agent_name: str) -> None:
+    threshold = integrity_gym.get_spec(task_id).success_threshold
+    scores = [play(task_id, agent_name, seed)[0] for seed in range(8)]
+    mean = sum(scores) / len(scores)
+    assert mean < 0.75 * threshold, f"{agent_name} averages {mean:.3f} against threshold {threshold}"
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_observations_of_oracle_episodes_carry_no_ground_truth_keys(task_id: str) -> None:
+    def keys(obj: Any) -> set[str]:
+        if isinstance(obj, dict):
+            return set(obj) | set().union(*(keys(v) for v in obj.values()))
+        if isinstance(obj, list):
+            return set().union(*(keys(v) for v in obj))
+        return set()
+
+    _, seen = play(task_id, "oracle", 0)
+    for line in seen:
+        assert not keys(json.loads(line)) & FORBIDDEN_OBSERVATION_KEYS
+
+
+_CHILD = """
+import sys
+sys.path.insert(0, {tests!r})
+from contract.test_contract import play
+_, seen = play({task!r}, "random", 7)
+print("\\n".join(seen))
+"""
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_same_seed_same_episode_across_processes(task_id: str) -> None:
+    code = _CHILD.format(tests=str(Path(__file__).parents[1]), task=task_id)
+    runs = [
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        for _ in range(2)
+    ]
+    assert runs[0] == runs[1]
+    assert runs[0] == "\n".join(play(task_id, "random", 7)[1]) + "\n"
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_stepping_after_done_raises_and_changes_nothing(task_id: str) -> None:
+    env = integrity_gym.make(task_id)
+    agent = make_agent("oracle", env)
+    obs = env.reset(seed=1)
+    while not env.done:
+        obs = env.step(agent.act(obs)).observation
+    state, grade = env.state().model_dump_json(), env.grade()
+    cls = env.spec.env_class()
+    for action in (cls.noop_action(obs), cls.oracle_action(env.state()), "garbage"):
+        with pytest.raises(EpisodeFinishedError):
+            env.step(action)
+    assert env.state().model_dump_json() == state
+    assert env.grade() == grade
+
+
+@pytest.mark.parametrize("env_name", ENVS)
+def test_golden_samples_still_match(env_name: str) -> None:
+    generator = importlib.import_module(f"integrity_gym.envs.{env_name}.generator")
+    expected = json.loads((GOLDEN / f"{env_name}.json").read_text())
+    assert json.loads(json.dumps(generator.golden_samples())) == expected

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from integrity_gym.core.spans import SpanUnion, StaticCoverage, iou, merge, overlap
+
+
+def covered(spans: list[tuple[int, int]]) -> set[int]:
+    return {i for s, e in spans for i in range(s, e)}
+
+
+def test_iou_basic_cases() -> None:
+    assert iou(0, 10, 0, 10) == 1.0
+    assert iou(0, 10, 10, 20) == 0.0
+    assert iou(0, 10, 5, 15) == pytest.approx(5 / 15)
+    assert overlap(0, 10, 3, 4) == 1
+
+
+def test_merge_joins_overlapping_and_touching_spans() -> None:
+    assert merge([(5, 8), (0, 2), (2, 4), (7, 10), (12, 12)]) == [(0, 4), (5, 10)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_span_union_matches_brute_force(seed: int) -> None:
+    rng = random.Random(seed)
+    union, seen = SpanUnion(), set()
+    for _ in range(60):
+        s = rng.randrange(200)
+        e = s + rng.randint(0, 25)
+        new = union.add(s, e)
+        fresh = covered([(s, e)]) - seen
+        assert covered(new) == fresh and sum(b - a for a, b in new) == len(fresh)
+        seen |= fresh
+        assert union.total == len(seen)
+        assert list(union) == merge(list(union))
+        lo = rng.randrange(200)
+        hi = lo + rng.randint(1, 60)
+        assert covered(list(union.pieces_in(lo, hi))) == {i for i in seen if lo <= i < hi}
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_static_coverage_matches_brute_force(seed: int) -> None:
+    rng = random.Random(seed)
+    spans = [(s, s + rng.randint(1, 15)) for s in (rng.randrange(300) for _ in range(30))]
+    cover, positions = StaticCoverage(spans), covered(spans)
+    assert cover.total == len(positions)
+    for _ in range(50):
+        a = rng.randrange(320)
+        b = a + rng.randint(0, 80)
+        assert cover.covered(a, b) == sum(1 for i in positions if a <= i < b)
+
+
+def test_piece_containing() -> None:
+    union = SpanUnion()
+    union.add(10, 20)
+    assert union.piece_containing(15) == (10, 20)
+    with pytest.raises(KeyError):
+        union.piece_containing(20)

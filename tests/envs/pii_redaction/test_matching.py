@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from integrity_gym.core.spans import iou
+from integrity_gym.envs.pii_redaction.matching import IncrementalMatcher, Span, match
+
+
+def brute_force_best(pred: list[Span], gold: list[Span], threshold: float) -> tuple[int, int]:
+    """(max matched, max label-correct among maximum matchings) by enumeration."""
+    best = (0, 0)
+    # Enumerate injective partial maps gold -> pred (small inputs only).
+    options: list[list[int | None]] = [[None, *range(len(pred))] for _ in gold]
+    for choice in itertools.product(*options):
+        used = [p for p in choice if p is not None]
+        if len(used) != len(set(used)):
+            continue
+        pairs = [(g, p) for g, p in enumerate(choice) if p is not None]
+        if any(iou(pred[p][0], pred[p][1], gold[g][0], gold[g][1]) <= threshold for g, p in pairs):
+            continue
+        score = (len(pairs), sum(pred[p][2] == gold[g][2] for g, p in pairs))
+        best = max(best, score)
+    return best
+
+
+def random_case(rng: random.Random, overlapping_gold: bool) -> tuple[list[Span], list[Span]]:
+    gold: list[Span] = []
+    pos = 0
+    for _ in range(rng.randint(1, 4)):
+        start = pos + rng.randint(0 if overlapping_gold else 1, 6)
+        end = start + rng.randint(3, 9)
+        gold.append((start, end, rng.choice("AB")))
+        pos = start + 2 if overlapping_gold else end
+    pred = []
+    for _ in range(rng.randint(0, 4)):
+        g = rng.choice(gold)
+        start = max(0, g[0] + rng.randint(-3, 3))
+        pred.append((start, max(start + 1, g[1] + rng.randint(-3, 3)), rng.choice("AB")))
+    return pred, gold
+
+
+@pytest.mark.parametrize("threshold", [0.6, 0.4, 0.2])
+@pytest.mark.parametrize("overlapping_gold", [False, True])
+def test_matching_is_optimal_against_brute_force(threshold: float, overlapping_gold: bool) -> None:
+    rng = random.Random(f"{threshold}{overlapping_gold}")
+    for _ in range(150):
+        pred, gold = random_case(rng, overlapping_gold)
+        pairs = match(pred, gold, threshold)
+        assert len(set(pairs.values())) == len(pairs)  # one to one
+        assert all(iou(*pred[p][:2], *gold[g][:2]) > threshold for g, p in pairs.items())
+        got = (len(pairs), sum(pred[p][2] == gold[g][2] for g, p in pairs.items()))
+        assert got == brute_force_best(pred, gold, threshold)
+
+
+def test_matching_does_not_depend_on_action_order() -> None:
+    rng = random.Random(3)
+    for _ in range(100):
+        pred, gold = random_case(rng, overlapping_gold=False)
+        counts = set()
+        for _ in range(5):
+            rng.shuffle(pred)
+            pairs = match(pred, gold, 0.6)
+            counts.add((len(pairs), sum(pred[p][2] == gold[g][2] for g, p in pairs.items())))
+        assert len(counts) == 1
+
+
+@pytest.mark.parametrize("threshold", [0.6, 0.3])
+def test_incremental_matcher_agrees_with_batch_matching(threshold: float) -> None:
+    rng = random.Random(11)
+    for _ in range(100):
+        pred, gold = random_case(rng, overlapping_gold=rng.random() < 0.5)
+        inc = IncrementalMatcher(gold, threshold)
+        matched = 0
+        for k, p in enumerate(pred):
+            newly = inc.add(p)
+            batch = match(pred[: k + 1], gold, threshold)
+            assert inc.counts().matched == len(batch) == matched + len(newly)
+            matched = len(batch)
+            assert inc.counts().label_correct == sum(pred[q][2] == gold[g][2] for g, q in batch.items())
+
+
+def test_a_sub_span_of_a_matched_entity_is_not_matched_twice() -> None:
+    inc = IncrementalMatcher([(10, 30, "NAME")], 0.6)
+    assert inc.add((10, 30, "NAME")) == [(0, 1.0)]
+    assert inc.add((11, 30, "NAME")) == []  # no second credit for the same entity
+    assert inc.counts().matched == 1
+
+
+def test_large_documents_match_quickly_enough_to_be_linearithmic() -> None:
+    gold = [(i * 20, i * 20 + 10, "EMAIL") for i in range(3000)]
+    pred = [(s + 1, e, lab) for s, e, lab in gold]
+    assert len(match(pred, gold, 0.6)) == 3000
