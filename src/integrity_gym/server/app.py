@@ -1,0 +1,375 @@
+"""``create_app``: one FastAPI application serving every registered environment.
+
+Each environment is a sub-application mounted at ``/<env>``. It speaks OpenEnv's protocol
+(WebSocket ``/<env>/ws``, ``/health``, ``/metadata``, ``/schema``, ``POST /mcp``, its own
+``/openapi.json`` and ``/docs``) so OpenEnv's unmodified client and ``openenv validate --url
+http://host:port/<env>`` work against it, plus stateful HTTP (``POST /<env>/reset`` returns a
+session id; see ``http.py``). The top level serves ``/health``, ``/tasks`` and ``/docs``.
+
+Everything is built from the task registry when the app is created, so an environment is served
+as soon as its tasks are registered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+import os
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+import integrity_gym
+from integrity_gym.core.env import Env
+from integrity_gym.core.registry import TaskSpec, list_tasks
+from integrity_gym.core.types import State
+from integrity_gym.server.security import (
+    ApiError,
+    BodyLimitMiddleware,
+    SwallowHandledErrors,
+    admin_token_from_env,
+    install_error_handlers,
+)
+from integrity_gym.server.sessions import SessionStore, build_store
+
+log = logging.getLogger("integrity_gym.server")
+
+AnyEnv = Env[Any, Any, Any]
+
+#: Version of the HTTP protocol each environment's sub-app declares in its OpenAPI document
+#: (OpenEnv's runtime validator reads ``info.version``; 1.x is its current standard).
+OPENENV_PROTOCOL_VERSION = "1.0.0"
+
+
+class ServerConfig(BaseModel):
+    """Settings of one server process (``igym serve`` options map onto these)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    sessions: str = Field(
+        default="memory", description="Session store: 'memory' or a redis:// URL shared by several processes."
+    )
+    max_sessions: int = Field(
+        default=1024, ge=1, description="Most sessions open at once (HTTP and WebSocket together)."
+    )
+    session_ttl_s: float = Field(
+        default=600.0, gt=0, description="Idle seconds after which the reaper closes a session."
+    )
+    reap_interval_s: float | None = Field(
+        default=None, gt=0, description="Seconds between reaper passes (default: ttl/4, at most 15 s)."
+    )
+    max_body_bytes: int = Field(
+        default=1 << 20, ge=1024, description="Largest HTTP request body or WebSocket message accepted."
+    )
+    admin_token: str | None = Field(
+        default=None, description="Token that unlocks full state (ground truth); None disables it."
+    )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ServerConfig:
+        """Read settings from the ``IGYM_*`` variables (how uvicorn workers get them).
+
+        Variables: ``IGYM_SESSIONS``, ``IGYM_MAX_SESSIONS``, ``IGYM_SESSION_TTL``,
+        ``IGYM_REAP_INTERVAL``, ``IGYM_MAX_BODY_BYTES`` and ``IGYM_ADMIN_TOKEN``.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {"admin_token": env.get("IGYM_ADMIN_TOKEN") or None}
+        for key, name in (
+            ("sessions", "IGYM_SESSIONS"),
+            ("max_sessions", "IGYM_MAX_SESSIONS"),
+            ("session_ttl_s", "IGYM_SESSION_TTL"),
+            ("reap_interval_s", "IGYM_REAP_INTERVAL"),
+            ("max_body_bytes", "IGYM_MAX_BODY_BYTES"),
+        ):
+            if env.get(name):
+                values[key] = env[name]
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise ValueError(f"invalid server settings from the environment: {exc}") from exc
+
+
+class ResetRequest(BaseModel):
+    """Body of ``POST /<env>/reset`` and ``data`` of a WebSocket ``reset`` message."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str | None = Field(default=None, description="Task id of this environment (default: its first task).")
+    difficulty: str | None = Field(
+        default=None, description="Pick this environment's task of this tier ('easy', 'medium', 'hard')."
+    )
+    seed: int | None = Field(default=None, description="Seed of the episode; the same seed gives the same episode.")
+    scenario_id: str | int | None = Field(default=None, description="A specific item, by id or index.")
+    options: dict[str, Any] | None = Field(default=None, description="Environment-specific reset options.")
+    episode_id: str | None = Field(
+        default=None,
+        description="Accepted for OpenEnv compatibility and ignored: episode ids are derived from task, seed and item.",
+    )
+
+
+@dataclass
+class EnvService:
+    """Everything the routes of one environment need: its tasks, classes and the shared store."""
+
+    name: str
+    tasks: list[TaskSpec]
+    config: ServerConfig
+    holder: StoreHolder
+
+    @cached_property
+    def env_class(self) -> type[AnyEnv]:
+        """The Env implementation (taken from the environment's first task)."""
+        return self.tasks[0].env_class()
+
+    @property
+    def store(self) -> SessionStore:
+        """The session store shared by every environment of this server."""
+        return self.holder.store
+
+    def resolve_task(self, request: ResetRequest) -> TaskSpec:
+        """The task a reset asks for; ``ApiError`` 422 with the choices when it names none of ours."""
+        if request.task is not None:
+            for spec in self.tasks:
+                if request.task in (spec.id, f"{spec.env}/{spec.name}", spec.name):
+                    if request.task == spec.id:
+                        return spec
+                    return max((s for s in self.tasks if s.name == spec.name), key=lambda s: s.version)
+            raise ApiError(
+                422,
+                "VALIDATION_ERROR",
+                f"task {request.task!r} is not served by {self.name}; "
+                f"choose one of: {', '.join(s.id for s in self.tasks)}",
+            )
+        if request.difficulty is not None:
+            for spec in self.tasks:
+                if spec.tier == request.difficulty:
+                    return spec
+            tiers = sorted({s.tier for s in self.tasks})
+            raise ApiError(
+                422,
+                "VALIDATION_ERROR",
+                f"{self.name} has no task of difficulty {request.difficulty!r}; choose one of: {', '.join(tiers)}",
+            )
+        return self.tasks[0]
+
+    def build(self, spec: TaskSpec) -> AnyEnv:
+        """A fresh environment for ``spec``."""
+        return spec.env_class()(spec)
+
+    def reset(self, env: AnyEnv, request: ResetRequest) -> Any:
+        """Reset ``env``; an env-level ``ValueError``/``KeyError`` is the client's mistake (422)."""
+        try:
+            return env.reset(seed=request.seed, scenario_id=request.scenario_id, options=request.options)
+        except (ValueError, KeyError, TypeError) as exc:
+            message = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
+            raise ApiError(422, "VALIDATION_ERROR", f"reset refused: {message}") from exc
+
+    def metadata(self) -> dict[str, Any]:
+        """OpenEnv's ``/metadata`` fields."""
+        module = inspect.getmodule(self.env_class)
+        readme: str | None = None
+        if module is not None and module.__file__:
+            path = Path(module.__file__).with_name("README.md")
+            if path.is_file():
+                readme = path.read_text(encoding="utf-8")
+        doc = inspect.getdoc(self.env_class) or ""
+        description = doc.split("\n\n")[0].replace("\n", " ") or f"integrity-gym environment {self.name}"
+        return {
+            "name": self.name,
+            "description": description,
+            "readme_content": readme,
+            "version": integrity_gym.__version__,
+            "author": "integrity-gym",
+            "documentation_url": None,
+            "tasks": [s.id for s in self.tasks],
+        }
+
+    def schema(self) -> dict[str, Any]:
+        """OpenEnv's ``/schema``: JSON schemas of action, observation and full state."""
+        cls = self.env_class
+        return {
+            "action": cls.action_type.model_json_schema(),
+            "observation": cls.observation_type.model_json_schema(),
+            "state": cls.state_type.model_json_schema(),
+        }
+
+
+def public_state(env: AnyEnv) -> dict[str, Any]:
+    """The part of the state anyone may see: ids and counters, no ground truth."""
+    data: dict[str, Any] = env.state().model_dump(mode="json", include=set(State.model_fields))
+    return data
+
+
+@dataclass
+class StoreHolder:
+    """Late-bound store: created in the app's lifespan, inside the serving event loop."""
+
+    factory: Callable[[], SessionStore]
+    _store: SessionStore | None = field(default=None)
+
+    @property
+    def store(self) -> SessionStore:
+        """The running store (raises if the app was not started through its lifespan)."""
+        if self._store is None:
+            raise ApiError(503, "NOT_READY", "the server is starting or stopping; retry in a moment")
+        return self._store
+
+
+def _group(tasks: Sequence[TaskSpec]) -> dict[str, list[TaskSpec]]:
+    groups: dict[str, list[TaskSpec]] = {}
+    for spec in tasks:
+        groups.setdefault(spec.env, []).append(spec)
+    return groups
+
+
+def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | None = None) -> FastAPI:
+    """Build the server for ``tasks`` (default: every registered task) with ``config``."""
+    from integrity_gym.server.http import build_env_app
+    from integrity_gym.server.ws import add_ws_route
+
+    config = config or ServerConfig(admin_token=admin_token_from_env())
+    specs = list(tasks) if tasks is not None else list_tasks()
+    if not specs:
+        raise ValueError("no tasks to serve: none are registered")
+    by_id = {s.id: s for s in specs}
+
+    def env_factory(task_id: str) -> AnyEnv:
+        spec = by_id[task_id]
+        return spec.env_class()(spec)
+
+    holder = StoreHolder(
+        lambda: build_store(
+            config.sessions,
+            env_factory,
+            max_sessions=config.max_sessions,
+            ttl_s=config.session_ttl_s,
+            reap_interval_s=config.reap_interval_s,
+        )
+    )
+    # Fail on a bad store spec now, not at the first request.
+    if not (config.sessions == "memory" or config.sessions.startswith(("redis://", "rediss://", "unix://"))):
+        raise ValueError(f"unknown session store {config.sessions!r}: use 'memory' or a redis://host:port/db URL")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        store = holder.factory()
+        await store.start()
+        holder._store = store
+        try:
+            yield
+        finally:
+            holder._store = None
+            await store.stop()
+
+    groups = _group(specs)
+    app = FastAPI(
+        title="integrity-gym",
+        version=integrity_gym.__version__,
+        description=(
+            "Every integrity-gym environment over OpenEnv's WebSocket protocol and stateful HTTP. "
+            "Each environment has its own API docs at /<env>/docs: "
+            + ", ".join(f"[/{name}/docs](/{name}/docs)" for name in groups)
+        ),
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    services = {name: EnvService(name, env_specs, config, holder) for name, env_specs in groups.items()}
+
+    @app.get("/health", tags=["server"], summary="Liveness and session counts")
+    async def health() -> JSONResponse:
+        store = holder.store
+        return JSONResponse(
+            {"status": "healthy", "envs": list(services), "sessions": await store.count(), **store.describe()}
+        )
+
+    @app.get("/tasks", tags=["server"], summary="Every task this server serves")
+    async def all_tasks() -> JSONResponse:
+        return JSONResponse([s.model_dump(mode="json") for s in specs])
+
+    @app.get("/", tags=["server"], summary="What this server serves")
+    async def index() -> JSONResponse:
+        return JSONResponse(
+            {
+                "name": "integrity-gym",
+                "version": integrity_gym.__version__,
+                "envs": {
+                    name: {
+                        "ws": f"/{name}/ws",
+                        "http": f"/{name}/reset",
+                        "docs": f"/{name}/docs",
+                        "tasks": [s.id for s in svc.tasks],
+                    }
+                    for name, svc in services.items()
+                },
+                "docs": "/docs",
+            }
+        )
+
+    for name, service in services.items():
+        sub = build_env_app(service)
+        add_ws_route(sub, service)
+        app.mount(f"/{name}", sub)
+
+    app.add_middleware(SwallowHandledErrors)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=config.max_body_bytes)
+    app.state.services = services
+    app.state.holder = holder
+    return app
+
+
+def app_from_environment() -> FastAPI:
+    """Factory for ``uvicorn --factory`` (one call per worker): settings come from ``IGYM_*``."""
+    return create_app(config=ServerConfig.from_env())
+
+
+def serve(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
+    config: ServerConfig | None = None,
+    log_level: str = "info",
+) -> None:
+    """Run the server with uvicorn until interrupted (what ``igym serve`` calls)."""
+    import uvicorn
+
+    config = config or ServerConfig.from_env()
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    if workers > 1 and config.sessions == "memory":
+        raise ValueError(
+            "--workers > 1 needs a shared session store: an HTTP session made by one worker would be "
+            "unknown to the others. Pass --sessions redis://host:port/0"
+        )
+    # Workers are separate processes: they read the settings back from the environment.
+    os.environ.update(
+        {
+            "IGYM_SESSIONS": config.sessions,
+            "IGYM_MAX_SESSIONS": str(config.max_sessions),
+            "IGYM_SESSION_TTL": str(config.session_ttl_s),
+            "IGYM_MAX_BODY_BYTES": str(config.max_body_bytes),
+        }
+    )
+    if config.reap_interval_s is not None:
+        os.environ["IGYM_REAP_INTERVAL"] = str(config.reap_interval_s)
+    if config.admin_token:
+        os.environ["IGYM_ADMIN_TOKEN"] = config.admin_token
+    uvicorn.run(
+        "integrity_gym.server.app:app_from_environment",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+        # Let messages a little over our limit reach the handler, which answers them with a
+        # documented error; only far larger frames are cut by the protocol layer (close 1009).
+        ws_max_size=config.max_body_bytes * 4,
+        access_log=False,
+    )

@@ -1,0 +1,458 @@
+"""Session stores: where the server keeps live episodes between requests.
+
+A session is one environment instance bound to one client: a WebSocket connection owns one for
+its lifetime; an HTTP client gets one from ``POST /<env>/reset`` and names it by id afterwards.
+
+Every store enforces the same rules: at most ``max_sessions`` live sessions (a clear
+``CapacityError`` past that), an idle time-to-live after which a reaper frees the slot, and one
+lock per session so two concurrent requests on a session run one after the other, never
+interleaved.
+
+* ``MemoryStore`` (the embedded default) keeps environments as Python objects in this process.
+* ``RedisStore`` keeps each HTTP session's full state (``Env.state()`` as JSON) in Redis, so
+  several server processes behind one address share sessions: a session reset through one
+  process can be stepped through another, which rebuilds the episode with ``Env.load_state``.
+  Per-session locking then uses a Redis lock, and the capacity count is global. WebSocket
+  sessions stay in the process that holds the connection but still count towards capacity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import secrets
+import time
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from integrity_gym.core.env import Env
+
+log = logging.getLogger("integrity_gym.server.sessions")
+
+AnyEnv = Env[Any, Any, Any]
+EnvFactory = Callable[[str], AnyEnv]
+Kind = Literal["http", "ws"]
+
+_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
+
+
+class CapacityError(RuntimeError):
+    """The server already holds its maximum number of sessions."""
+
+    def __init__(self, active: int, maximum: int) -> None:
+        super().__init__(
+            f"server at capacity: {active} of {maximum} sessions are open; close a session "
+            "(DELETE /<env>/session/<id> or a WebSocket 'close') or retry later"
+        )
+        self.active = active
+        self.maximum = maximum
+
+
+class SessionNotFoundError(KeyError):
+    """No live session has this id in this environment (never created, closed or expired)."""
+
+    def __init__(self, session_id: str, env_name: str) -> None:
+        shown = session_id if _SESSION_ID.match(session_id) else "<malformed id>"
+        super().__init__(
+            f"no session {shown!r} in {env_name}: it was never created, was closed, or expired "
+            "after its idle time-to-live; POST /{env}/reset starts a new one".replace("{env}", env_name)
+        )
+        self.message = str(self.args[0])
+
+
+class SessionBusyError(RuntimeError):
+    """The session's lock could not be taken in time (another request holds it)."""
+
+
+def new_session_id() -> str:
+    """A fresh unguessable session id (the id is the only credential for a session)."""
+    return secrets.token_urlsafe(16)
+
+
+@dataclass(eq=False)
+class Session:
+    """One live episode: its environment and the bookkeeping the store needs."""
+
+    id: str
+    env_name: str
+    env: AnyEnv
+    kind: Kind
+    last_used: float = field(default_factory=time.monotonic)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    busy: int = 0
+    version: int = 0
+    on_evict: Callable[[], Awaitable[None]] | None = None
+
+    def touch(self) -> None:
+        """Mark the session as used now (restarts its idle time-to-live)."""
+        self.last_used = time.monotonic()
+
+
+class SessionStore(ABC):
+    """Common behaviour of the session stores: limits, the reaper task, WebSocket slots."""
+
+    def __init__(self, *, max_sessions: int, ttl_s: float, reap_interval_s: float | None = None) -> None:
+        if max_sessions < 1:
+            raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
+        if ttl_s <= 0:
+            raise ValueError(f"session ttl must be positive, got {ttl_s}")
+        self.max_sessions = max_sessions
+        self.ttl_s = ttl_s
+        self.reap_interval_s = reap_interval_s or max(0.05, min(ttl_s / 4, 15.0))
+        self._local: dict[str, Session] = {}
+        self._reaper: asyncio.Task[None] | None = None
+        self.reaped_total = 0
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        """Start the background reaper."""
+        if self._reaper is None:
+            self._reaper = asyncio.create_task(self._reap_forever(), name="igym-session-reaper")
+
+    async def stop(self) -> None:
+        """Stop the reaper and drop every local session."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+            self._reaper = None
+        for session in list(self._local.values()):
+            session.env.close()
+        self._local.clear()
+
+    async def _reap_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.reap_interval_s)
+            try:
+                await self.reap()
+            except Exception:  # the reaper must survive a transient store failure
+                log.exception("session reaper failed; retrying")
+
+    def _idle_local(self, now: float) -> list[Session]:
+        return [
+            s for s in self._local.values() if now - s.last_used > self.ttl_s and s.busy == 0 and not s.lock.locked()
+        ]
+
+    async def _evict(self, session: Session) -> None:
+        self._local.pop(session.id, None)
+        session.env.close()
+        self.reaped_total += 1
+        if session.on_evict is not None:
+            with contextlib.suppress(Exception):
+                await session.on_evict()
+
+    # ------------------------------------------------------------------ interface
+    @abstractmethod
+    async def open(
+        self, env_name: str, env: AnyEnv, *, kind: Kind, on_evict: Callable[[], Awaitable[None]] | None = None
+    ) -> Session:
+        """Register a new session (raise ``CapacityError`` when full) and return it."""
+
+    @abstractmethod
+    def use(
+        self, session_id: str, env_name: str, *, write: bool = True
+    ) -> contextlib.AbstractAsyncContextManager[Session]:
+        """Hold the session's lock while the caller works on it; save it afterwards if ``write``."""
+
+    @abstractmethod
+    async def close(self, session_id: str, env_name: str | None = None) -> bool:
+        """End a session; return False if there was none."""
+
+    @abstractmethod
+    async def count(self) -> int:
+        """Live sessions (for a shared store: in every process)."""
+
+    @abstractmethod
+    async def reap(self) -> int:
+        """Free the sessions idle for longer than the time-to-live; return how many."""
+
+    def describe(self) -> dict[str, Any]:
+        """Settings reported by ``/health`` and ``/stats``."""
+        return {"store": self.name, "max_sessions": self.max_sessions, "ttl_s": self.ttl_s}
+
+    name = "abstract"
+
+
+class MemoryStore(SessionStore):
+    """Sessions as live Python objects in this process (the embedded default)."""
+
+    name = "memory"
+
+    async def open(
+        self, env_name: str, env: AnyEnv, *, kind: Kind, on_evict: Callable[[], Awaitable[None]] | None = None
+    ) -> Session:
+        """Register a new session, reaping idle ones first if the store is full."""
+        if len(self._local) >= self.max_sessions:
+            await self.reap()
+            if len(self._local) >= self.max_sessions:
+                raise CapacityError(len(self._local), self.max_sessions)
+        session = Session(new_session_id(), env_name, env, kind, on_evict=on_evict)
+        self._local[session.id] = session
+        return session
+
+    @contextlib.asynccontextmanager
+    async def use(self, session_id: str, env_name: str, *, write: bool = True) -> AsyncIterator[Session]:
+        """Lock the session for the caller; unknown ids raise ``SessionNotFoundError``."""
+        session = self._local.get(session_id)
+        if session is None or session.env_name != env_name or session.kind != "http":
+            raise SessionNotFoundError(session_id, env_name)
+        session.busy += 1
+        try:
+            async with session.lock:
+                if self._local.get(session_id) is not session:  # closed while we waited
+                    raise SessionNotFoundError(session_id, env_name)
+                session.touch()
+                yield session
+                session.touch()
+        finally:
+            session.busy -= 1
+
+    async def close(self, session_id: str, env_name: str | None = None) -> bool:
+        """Remove the session; False if unknown (or of another environment)."""
+        session = self._local.get(session_id)
+        if session is None or (env_name is not None and session.env_name != env_name):
+            return False
+        del self._local[session_id]
+        session.env.close()
+        return True
+
+    async def count(self) -> int:
+        """Sessions held by this process."""
+        return len(self._local)
+
+    async def reap(self) -> int:
+        """Evict idle sessions (a WebSocket's socket is closed through its ``on_evict``)."""
+        idle = self._idle_local(time.monotonic())
+        for session in idle:
+            await self._evict(session)
+        return len(idle)
+
+
+# Capacity check and registration in one atomic step, shared by every server process.
+_OPEN_SCRIPT = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+local n = redis.call('ZCARD', KEYS[1])
+if n >= tonumber(ARGV[2]) then return -n - 1 end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
+return n + 1
+"""
+
+
+class RedisStore(SessionStore):
+    """HTTP sessions stored in Redis as JSON state, shared by every process using the same URL."""
+
+    name = "redis"
+
+    def __init__(
+        self,
+        url: str,
+        factory: EnvFactory,
+        *,
+        max_sessions: int,
+        ttl_s: float,
+        reap_interval_s: float | None = None,
+        prefix: str = "igym",
+        lock_timeout_s: float = 30.0,
+    ) -> None:
+        super().__init__(max_sessions=max_sessions, ttl_s=ttl_s, reap_interval_s=reap_interval_s)
+        try:
+            import redis.asyncio as aioredis
+        except ImportError as exc:  # pragma: no cover - depends on the optional extra
+            raise ValueError(
+                "the Redis session store needs the 'redis' extra: pip install 'integrity-gym[redis]'"
+            ) from exc
+        self.url = url
+        self._redis: Any = aioredis.Redis.from_url(url)
+        self._factory = factory
+        self._prefix = prefix
+        self._index = f"{prefix}:sessions"
+        self._lock_timeout_s = lock_timeout_s
+        self._open_script = self._redis.register_script(_OPEN_SCRIPT)
+        self._cache: dict[str, Session] = {}  # HTTP sessions this process saw last (by version)
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def _key(self, session_id: str) -> str:
+        return f"{self._prefix}:s:{session_id}"
+
+    async def start(self) -> None:
+        """Check that Redis answers, then start the reaper."""
+        try:
+            await self._redis.ping()
+        except Exception as exc:
+            raise ValueError(f"cannot reach Redis at {self.url}: {exc}") from exc
+        await super().start()
+
+    async def stop(self) -> None:
+        """Stop the reaper, release this process's WebSocket slots and disconnect."""
+        for session in list(self._local.values()):
+            with contextlib.suppress(Exception):
+                await self._redis.zrem(self._index, session.id)
+        await super().stop()
+        self._cache.clear()
+        await self._redis.aclose()
+
+    async def _reserve(self, session_id: str) -> None:
+        now = time.time()
+        result = int(
+            await self._open_script(keys=[self._index], args=[now, self.max_sessions, now + self.ttl_s, session_id])
+        )
+        if result < 0:
+            raise CapacityError(-result - 1, self.max_sessions)
+
+    async def open(
+        self, env_name: str, env: AnyEnv, *, kind: Kind, on_evict: Callable[[], Awaitable[None]] | None = None
+    ) -> Session:
+        """Reserve a slot in Redis; an HTTP session's state is written there at once."""
+        session = Session(new_session_id(), env_name, env, kind, on_evict=on_evict)
+        await self._reserve(session.id)
+        if kind == "ws":
+            self._local[session.id] = session
+            return session
+        session.version = 1
+        try:
+            await self._save(session)
+        except Exception:
+            await self._redis.zrem(self._index, session.id)
+            raise
+        self._cache[session.id] = session
+        return session
+
+    async def _save(self, session: Session) -> None:
+        key = self._key(session.id)
+        state = session.env.state().model_dump_json()
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.hset(
+            key, mapping={"env": session.env_name, "task": session.env.spec.id, "state": state, "ver": session.version}
+        )
+        pipe.expire(key, max(1, round(self.ttl_s)))
+        pipe.zadd(self._index, {session.id: time.time() + self.ttl_s})
+        await pipe.execute()
+
+    @contextlib.asynccontextmanager
+    async def use(self, session_id: str, env_name: str, *, write: bool = True) -> AsyncIterator[Session]:
+        """Lock the session across processes, load it (from cache if current), save it after."""
+        if not _SESSION_ID.match(session_id):
+            raise SessionNotFoundError(session_id, env_name)
+        from redis.exceptions import LockError
+
+        local_lock = self._locks.setdefault(session_id, asyncio.Lock())
+        async with local_lock:
+            lock = self._redis.lock(
+                f"{self._prefix}:lock:{session_id}", timeout=self._lock_timeout_s, blocking_timeout=self._lock_timeout_s
+            )
+            try:
+                acquired = await lock.acquire()
+            except LockError as exc:  # pragma: no cover - only under Redis failures
+                raise SessionBusyError(f"session {session_id} is locked by another request; retry") from exc
+            if not acquired:
+                raise SessionBusyError(f"session {session_id} stayed locked for {self._lock_timeout_s}s; retry")
+            try:
+                session = await self._load(session_id, env_name)
+                session.busy += 1
+                try:
+                    yield session
+                except BaseException:
+                    # The episode may be half-changed: never trust this copy again.
+                    self._cache.pop(session_id, None)
+                    raise
+                finally:
+                    session.busy -= 1
+                if write:
+                    session.version += 1
+                    await self._save(session)
+                else:
+                    pipe = self._redis.pipeline(transaction=False)
+                    pipe.expire(self._key(session_id), max(1, round(self.ttl_s)))
+                    pipe.zadd(self._index, {session_id: time.time() + self.ttl_s})
+                    await pipe.execute()
+                session.touch()
+            finally:
+                with contextlib.suppress(LockError):
+                    await lock.release()
+        if not local_lock.locked() and session_id not in self._cache:
+            self._locks.pop(session_id, None)
+
+    async def _load(self, session_id: str, env_name: str) -> Session:
+        env_field, task, version = await self._redis.hmget(self._key(session_id), "env", "task", "ver")
+        if env_field is None or env_field.decode() != env_name:
+            self._cache.pop(session_id, None)
+            raise SessionNotFoundError(session_id, env_name)
+        ver = int(version)
+        cached = self._cache.get(session_id)
+        if cached is not None and cached.version == ver:
+            return cached
+        # Another process moved the episode on (or we never saw it): rebuild it from its state.
+        state_json = await self._redis.hget(self._key(session_id), "state")
+        if state_json is None:
+            raise SessionNotFoundError(session_id, env_name)
+        env = self._factory(task.decode())
+        env.load_state(env.state_type.model_validate_json(state_json))
+        session = Session(session_id, env_name, env, "http", version=ver)
+        self._cache[session_id] = session
+        return session
+
+    async def close(self, session_id: str, env_name: str | None = None) -> bool:
+        """Delete the session from Redis (or free a local WebSocket slot)."""
+        local = self._local.get(session_id)
+        if local is not None:
+            if env_name is not None and local.env_name != env_name:
+                return False
+            del self._local[session_id]
+            local.env.close()
+            await self._redis.zrem(self._index, session_id)
+            return True
+        if not _SESSION_ID.match(session_id):
+            return False
+        key = self._key(session_id)
+        if env_name is not None:
+            stored = await self._redis.hget(key, "env")
+            if stored is None or stored.decode() != env_name:
+                return False
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.delete(key)
+        pipe.zrem(self._index, session_id)
+        deleted, _ = await pipe.execute()
+        cached = self._cache.pop(session_id, None)
+        if cached is not None:
+            cached.env.close()
+        return bool(deleted)
+
+    async def count(self) -> int:
+        """Unexpired sessions registered by every process sharing this Redis."""
+        return int(await self._redis.zcount(self._index, time.time(), "+inf"))
+
+    async def reap(self) -> int:
+        """Forget expired sessions; close idle local WebSockets; keep live ones' slots fresh."""
+        now_wall, now = time.time(), time.monotonic()
+        removed = int(await self._redis.zremrangebyscore(self._index, "-inf", now_wall))
+        idle = self._idle_local(now)
+        for session in idle:
+            await self._evict(session)
+            await self._redis.zrem(self._index, session.id)
+        live = {s.id: now_wall + self.ttl_s - (now - s.last_used) for s in self._local.values()}
+        if live:
+            await self._redis.zadd(self._index, live)
+        for sid, cached in list(self._cache.items()):
+            if now - cached.last_used > self.ttl_s and cached.busy == 0:
+                self._cache.pop(sid, None)
+                self._locks.pop(sid, None)
+        return removed + len(idle)
+
+    def describe(self) -> dict[str, Any]:
+        """Settings, with the Redis URL's password hidden."""
+        return {**super().describe(), "url": re.sub(r"//[^@/]*@", "//***@", self.url)}
+
+
+def build_store(
+    spec: str, factory: EnvFactory, *, max_sessions: int, ttl_s: float, reap_interval_s: float | None = None
+) -> SessionStore:
+    """Build the store named by ``spec``: ``memory`` or a ``redis://`` / ``rediss://`` URL."""
+    if spec == "memory":
+        return MemoryStore(max_sessions=max_sessions, ttl_s=ttl_s, reap_interval_s=reap_interval_s)
+    if spec.startswith(("redis://", "rediss://", "unix://")):
+        return RedisStore(spec, factory, max_sessions=max_sessions, ttl_s=ttl_s, reap_interval_s=reap_interval_s)
+    raise ValueError(f"unknown session store {spec!r}: use 'memory' or a redis://host:port/db URL")

@@ -1,0 +1,198 @@
+"""The WebSocket endpoint ``/<env>/ws``, speaking OpenEnv's protocol.
+
+Client → server: ``{"type": "reset", "data": {seed, task, scenario_id, options}}``,
+``{"type": "step", "data": <the action object>}``, ``{"type": "state"}``, ``{"type": "close"}``,
+and our extension ``{"type": "grade"}``. Server → client: ``{"type": "observation", "data":
+{"observation", "reward", "done", "metadata"}}`` (``metadata`` is the step's ``info``),
+``{"type": "state", "data": ...}``, ``{"type": "grade", "data": <Grade>}`` and
+``{"type": "error", "data": {"message", "code", ...}}`` with OpenEnv's codes: INVALID_JSON,
+UNKNOWN_TYPE, VALIDATION_ERROR, EXECUTION_ERROR (with ``error_type`` naming the exception, e.g.
+``EpisodeFinishedError``), CAPACITY_REACHED and SESSION_ERROR. An error never closes the
+connection except CAPACITY_REACHED (close code 1013) and SESSION_ERROR after the idle
+time-to-live (1001).
+
+``state`` returns the full state (ground truth) only to a connection that presented the admin
+token (``Authorization: Bearer`` header or ``?admin_token=``); others get the public part (ids
+and counters) with ``"ground_truth_hidden": true``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+
+from fastapi import FastAPI, WebSocket
+from pydantic import ValidationError
+from starlette.websockets import WebSocketDisconnect, WebSocketState
+
+from integrity_gym.core.env import EpisodeFinishedError, NotResetError
+from integrity_gym.server.app import EnvService, ResetRequest, public_state
+from integrity_gym.server.security import ApiError, is_admin, presented_token
+from integrity_gym.server.sessions import CapacityError, Session
+
+log = logging.getLogger("integrity_gym.server.ws")
+
+CLOSE_TRY_AGAIN_LATER = 1013
+CLOSE_GOING_AWAY = 1001
+
+
+def _error(code: str, message: str, **extra: Any) -> str:
+    return json.dumps({"type": "error", "data": {"message": message, "code": code, **extra}})
+
+
+def _validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    return [{"loc": [str(p) for p in e["loc"]], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+
+
+def add_ws_route(app: FastAPI, service: EnvService) -> None:
+    """Register ``/ws`` on the environment's sub-application."""
+
+    @app.websocket("/ws")
+    async def websocket_endpoint(websocket: WebSocket) -> None:
+        await _serve(websocket, service)
+
+
+async def _serve(websocket: WebSocket, service: EnvService) -> None:
+    await websocket.accept()
+    admin = is_admin(service.config.admin_token, presented_token(websocket.headers, websocket.query_params))
+
+    async def evict() -> None:
+        # Called by the reaper after the session's slot is already freed.
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(
+                websocket.send_text(
+                    _error(
+                        "SESSION_ERROR",
+                        f"session closed after {service.config.session_ttl_s:g}s idle; reconnect and reset",
+                    )
+                ),
+                timeout=1.0,
+            )
+            await asyncio.wait_for(websocket.close(CLOSE_GOING_AWAY), timeout=1.0)
+
+    try:
+        session = await service.store.open(service.name, service.build(service.tasks[0]), kind="ws", on_evict=evict)
+    except CapacityError as exc:
+        with contextlib.suppress(Exception):
+            await websocket.send_text(
+                _error("CAPACITY_REACHED", str(exc), active_sessions=exc.active, max_sessions=exc.maximum)
+            )
+            await websocket.close(CLOSE_TRY_AGAIN_LATER)
+        return
+    except ApiError as exc:
+        with contextlib.suppress(Exception):
+            await websocket.send_text(_error("SESSION_ERROR", exc.message))
+            await websocket.close(CLOSE_TRY_AGAIN_LATER)
+        return
+
+    limit = service.config.max_body_bytes
+    try:
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                break
+            text = message.get("text")
+            if text is None:
+                raw = message.get("bytes") or b""
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    await websocket.send_text(_error("INVALID_JSON", "binary message is not UTF-8 JSON"))
+                    continue
+            if len(text) > limit:
+                await websocket.send_text(
+                    _error("VALIDATION_ERROR", f"message of {len(text)} characters exceeds the limit of {limit}")
+                )
+                continue
+            session.busy += 1
+            try:
+                reply = _handle(text, session, service, admin)
+            finally:
+                session.busy -= 1
+                session.touch()
+            if reply is None:
+                break
+            await websocket.send_text(reply)
+    except WebSocketDisconnect:
+        pass
+    except RuntimeError as exc:  # the socket was closed under us (e.g. by the reaper)
+        log.debug("websocket of session %s ended: %s", session.id, exc)
+    finally:
+        await service.store.close(session.id)
+        if websocket.application_state != WebSocketState.DISCONNECTED:
+            with contextlib.suppress(Exception):
+                await websocket.close()
+
+
+def _handle(text: str, session: Session, service: EnvService, admin: bool) -> str | None:
+    """Answer one message; ``None`` means close the connection."""
+    try:
+        message = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return _error("INVALID_JSON", f"invalid JSON: {exc.msg} at position {exc.pos}")
+    if not isinstance(message, dict):
+        return _error("VALIDATION_ERROR", f"a message must be a JSON object with 'type', not {type(message).__name__}")
+    kind = message.get("type")
+    try:
+        if kind == "step":
+            return _step(message, session)
+        if kind == "reset":
+            return _reset(message, session, service)
+        if kind == "state":
+            env = session.env
+            data = env.state().model_dump(mode="json") if admin else {**public_state(env), "ground_truth_hidden": True}
+            return json.dumps({"type": "state", "data": data})
+        if kind == "grade":
+            return f'{{"type":"grade","data":{session.env.grade().model_dump_json()}}}'
+        if kind == "close":
+            return None
+    except (NotResetError, EpisodeFinishedError) as exc:
+        return _error("EXECUTION_ERROR", str(exc), error_type=type(exc).__name__)
+    except ApiError as exc:
+        return _error(exc.code, exc.message, **exc.extra)
+    except ValidationError as exc:
+        return _error("VALIDATION_ERROR", "invalid message", errors=_validation_errors(exc))
+    except Exception as exc:  # an environment bug: report it without the traceback
+        log.exception("session %s: %s message failed", session.id, kind)
+        return _error(
+            "EXECUTION_ERROR",
+            f"the environment failed on this {kind} message ({type(exc).__name__}); see the server log",
+            error_type="InternalError",
+        )
+    known = "reset, step, state, grade, close"
+    return _error("UNKNOWN_TYPE", f"unknown message type {kind!r}; use one of: {known}")
+
+
+def _step(message: dict[str, Any], session: Session) -> str:
+    data = message.get("data")
+    if not isinstance(data, dict):
+        got = "nothing" if data is None else type(data).__name__
+        return _error("VALIDATION_ERROR", f"'step' needs 'data': the action as a JSON object, got {got}")
+    result = session.env.step(data)
+    return (
+        f'{{"type":"observation","data":{{"observation":{result.observation.model_dump_json()},'
+        f'"reward":{json.dumps(result.reward)},"done":{"true" if result.done else "false"},'
+        f'"metadata":{json.dumps(result.info)}}}}}'
+    )
+
+
+def _reset(message: dict[str, Any], session: Session, service: EnvService) -> str:
+    data = message.get("data", {})
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return _error("VALIDATION_ERROR", f"'reset' data must be a JSON object, got {type(data).__name__}")
+    request = ResetRequest.model_validate(data)
+    spec = service.resolve_task(request)
+    if session.env.spec.id != spec.id:
+        session.env.close()
+        session.env = service.build(spec)
+    obs = service.reset(session.env, request)
+    metadata = json.dumps({"task_id": spec.id, "session_id": session.id})
+    return (
+        f'{{"type":"observation","data":{{"observation":{obs.model_dump_json()},'
+        f'"reward":null,"done":{"true" if obs.done else "false"},"metadata":{metadata}}}}}'
+    )
