@@ -1,0 +1,1 @@
+"""Text templates and value makers behind the pii_redaction document generator."""

@@ -1,0 +1,273 @@
+"""Medium tier: clinical notes, discharge summaries and referral letters with PII in context.
+
+Names recur in prose (often surname only), birth dates follow cues such as ``DOB:`` or
+``born on`` and look exactly like the admission and lab dates around them, and record numbers
+(MRN, encounter, accession) are deliberately present but are not entities.
+"""
+
+from __future__ import annotations
+
+from random import Random
+
+from faker import Faker
+
+from integrity_gym.envs.pii_redaction.models import Entity
+from integrity_gym.envs.pii_redaction.templates.common import (
+    Builder,
+    E,
+    Slot,
+    brand,
+    event_date,
+    fmt_date,
+    make_person,
+    pick,
+)
+
+_CONDITIONS = (
+    ("type 2 diabetes mellitus", "E11.9"), ("essential hypertension", "I10"),
+    ("chronic obstructive pulmonary disease", "J44.9"), ("atrial fibrillation", "I48.91"),
+    ("community-acquired pneumonia", "J18.9"), ("chronic kidney disease stage 3", "N18.30"),
+    ("major depressive disorder", "F32.9"), ("hyperlipidemia", "E78.5"),
+    ("osteoarthritis of the knee", "M17.11"), ("heart failure with reduced ejection fraction", "I50.22"),
+    ("cellulitis of the lower leg", "L03.115"), ("asthma", "J45.909"),
+)  # fmt: skip
+_DRUGS = (
+    "metformin 500 mg twice daily", "lisinopril 10 mg daily", "atorvastatin 40 mg at bedtime",
+    "apixaban 5 mg twice daily", "furosemide 40 mg every morning", "sertraline 50 mg daily",
+    "albuterol 90 mcg 2 puffs every 4 hours as needed", "amoxicillin-clavulanate 875 mg twice daily",
+    "insulin glargine 18 units at night", "metoprolol succinate 25 mg daily",
+    "acetaminophen 650 mg every 6 hours as needed", "pantoprazole 40 mg before breakfast",
+)  # fmt: skip
+_FACILITY = (
+    "{brand} Regional Medical Center",
+    "St. {saint} Hospital",
+    "{brand} Community Health",
+    "{street_word} Avenue Family Practice",
+    "{brand} Valley Clinic",
+    "Mercy {brand} Hospital",
+)
+_SAINTS = ("Agnes", "Jude", "Luke", "Vincent", "Mary", "Francis", "Joseph")
+_STREET_WORDS = ("Maple", "Elm", "Lakeview", "Park", "Harbor", "Cedar")
+_DOCTYPES = (
+    "DISCHARGE SUMMARY", "PROGRESS NOTE", "CONSULTATION NOTE", "EMERGENCY DEPARTMENT NOTE",
+    "REFERRAL LETTER",
+)  # fmt: skip
+
+_HEADERS = (
+    "{facility}\n{doctype}\n\nPatient: {p_name}\nDOB: {p_dob}\nMRN: {mrn}\nAdmitted: {adm}    "
+    "Discharged: {dis}\nAttending: Dr. {d1_name}\nEncounter: {enc}\n\n",
+    "{doctype} - {facility}\nName: {p_name_rev}   Date of birth: {p_dob}   Sex: {sex}\nRecord no. {mrn} | "
+    "Visit {enc} | Date of service {adm}\nProvider: {d1_name}, MD\n\n",
+    "{facility} | {doctype}\nPATIENT NAME: {p_name}\nD.O.B.: {p_dob}    MRN {mrn}\nADMISSION DATE: {adm}\n"
+    "ATTENDING PHYSICIAN: {d1_name}, MD\nPCP: Dr. {d2_name}\n\n",
+)
+_LETTER_HEADER = (
+    "{facility}\nDepartment of {dept}\n{letter_date}\n\nDr. {d2_name}\n{facility2}\n\n"
+    "RE: {p_name}, DOB {p_dob} (our ref. {mrn})\n\nDear Dr. {d2_last},\n\n"
+    "Thank you for seeing {p_title} {p_last}, whom I am referring for further assessment of {cond}. "
+    "I have summarised the relevant history below.\n\n"
+)
+_HPI = (
+    "HISTORY OF PRESENT ILLNESS:\n{p_title} {p_last} is a {age}-year-old {sex_word} with {cond} "
+    "({icd}) who came in on {adm} with {symptom} for {days} days. {p_pron_cap} reports {detail}. "
+    "{p_first} was last seen in clinic on {prior}, when {p_pron} was stable.\n\n",
+    "HPI: {age}-year-old {sex_word} (born on {p_dob2}) presenting with {symptom}. Background of "
+    "{cond}, ICD-10 {icd}. According to {p_title} {p_last}, the symptoms began after {trigger}. "
+    "{p_pron_cap} denies chest pain or recent travel.\n\n",
+    "Reason for visit: {symptom}.\nThe patient, {p_name}, is known to our service for {cond} "
+    "({icd}). {p_pron_cap} was seen by Dr. {d2_last} on {prior} and started on {drug1}.\n\n",
+)
+_SOCIAL = (
+    "SOCIAL HISTORY: Lives with {p_poss} {k_rel}, {k_name}, at {p_addr}. Works as a {job} at {employer}. {habits}\n\n",
+    "Social: {p_pron_cap} lives alone at {p_addr} and is independent in daily activities. {habits} "
+    "{p_poss_cap} {k_rel} {k_name} visits daily and helps with medications.\n\n",
+    "Social and functional history: retired {job}; {k_rel} {k_first} is the main carer. Home address "
+    "on file: {p_addr}. {habits}\n\n",
+)
+_CONTACTS = (
+    "CONTACT DETAILS: patient mobile {p_phone}; portal e-mail {p_email}. Emergency contact: "
+    "{k_name} ({k_rel}), {k_phone}.\n\n",
+    "Contacts - Patient: {p_phone} / {p_email}. Next of kin: {k_name}, {k_rel}, tel. {k_phone}. "
+    "Pharmacy fax is on the encounter record ({enc}).\n\n",
+    "Preferred contact: {k_name} on {k_phone} (patient is hard of hearing). {p_title} {p_last} can "
+    "also be reached at {p_email} for appointment reminders.\n\n",
+)
+_FILLERS = (
+    "PAST MEDICAL HISTORY:\n- {cond} ({icd})\n- {cond2} ({icd2})\n- Appendectomy in 1998\n\n",
+    "MEDICATIONS ON ADMISSION:\n- {drug1}\n- {drug2}\n- {drug3}\n\n",
+    "ALLERGIES: {allergy}.\n\n",
+    "VITAL SIGNS: BP {bp} mmHg, HR {hr} bpm, temperature {temp} C, SpO2 {spo2}% on room air, weight "
+    "{weight} kg. Bed {bed}.\n\n",
+    "LABS ({lab_date}): WBC {wbc} x10^9/L, hemoglobin {hgb} g/dL, creatinine {creat} mg/dL, sodium "
+    "{na} mmol/L, potassium {k} mmol/L, HbA1c {a1c}%. Accession {acc}.\n\n",
+    "IMAGING: Chest X-ray on {lab_date} (study {acc}) showed {imaging}.\n\n",
+    "PHYSICAL EXAMINATION: Alert and oriented. Heart regular, no murmur. Lungs with {lungs}. Abdomen "
+    "soft and non-tender. Mild pitting edema at both ankles.\n\n",
+    "HOSPITAL COURSE: On day {day} the patient was treated with {drug2} and IV fluids. Repeat labs "
+    "on {lab_date2} showed creatinine {creat} mg/dL. Physical therapy cleared {p_title} {p_last} "
+    "for discharge with a walker.\n\n",
+    "Day {day} ({lab_date2}): afebrile overnight, oxygen weaned to {o2} L. Seen with Dr. {d3_last} "
+    "from {specialty}; no change to the plan. Telemetry unit ext. {ext}.\n\n",
+    "ASSESSMENT AND PLAN:\n1. {cond} - continue {drug1}; review in {weeks} weeks.\n2. {cond2} - "
+    "start {drug3}; recheck labs before the next visit.\n3. Diet and activity counselling given.\n\n",
+    "NURSING NOTE ({lab_date2} {time}): patient resting, pain 3/10, tolerated diet. Family updated by "
+    "phone. Fall-risk score {fall}.\n\n",
+    "Care coordination: discussed with case manager; insurance group {group}, authorization "
+    "{auth}. Home health referral to {agency} placed.\n\n",
+)
+_FOLLOWUP = (
+    "FOLLOW-UP: {p_first} should see Dr. {d2_last} at {facility2} within {weeks} weeks. Clinic "
+    "scheduling line ext. {ext}. Bring the medication list and glucose log.\n\n",
+    "Disposition: discharged home on {dis} in stable condition. Follow-up with {specialty} on "
+    "{prior2}. Return precautions reviewed with {p_title} {p_last} and {k_first}.\n\n",
+)
+_SIGN = (
+    "Electronically signed by {d1_name}, MD on {dis} at {time}.\n",
+    "Dictated by: Dr. {d1_name}\nTranscribed: {dis} {time} (job {job_id})\n",
+    "With kind regards,\n\n{d1_name}, MD\nConsultant, {specialty}\n{facility}\ncc: {p_name}\n",
+)
+
+_SYMPTOMS = (
+    "shortness of breath", "productive cough and fever", "worsening leg swelling", "palpitations",
+    "dizziness on standing", "poorly controlled blood sugar", "redness and pain in the left shin",
+)  # fmt: skip
+_DETAILS = (
+    "increased use of the rescue inhaler", "two pillows at night to breathe comfortably",
+    "missed several doses of medication", "a new rash after starting an antibiotic",
+)  # fmt: skip
+_TRIGGERS = ("a viral illness", "a change in medication", "a long flight", "a fall at home")
+_JOBS = ("teacher", "electrician", "nurse", "accountant", "bus driver", "chef", "pharmacist")
+_SPECIALTIES = ("Cardiology", "Pulmonology", "Nephrology", "Endocrinology", "Internal Medicine")
+_IMAGING = ("no acute process", "a right lower lobe opacity", "mild cardiomegaly", "small bilateral effusions")
+_ALLERGIES = ("penicillin (rash)", "no known drug allergies", "sulfa drugs (hives)", "latex")
+_HABITS = (
+    "Never smoker; drinks alcohol socially.",
+    "Former smoker, quit in 2015; no alcohol.",
+    "Smokes half a pack per day; counselled on cessation.",
+)  # fmt: skip
+
+
+def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, ...]]:
+    """Build one clinical document of at least ``min_chars`` characters."""
+    patient = make_person(rng, fake)
+    kin = make_person(rng, fake)
+    doctors = [make_person(rng, fake) for _ in range(3)]
+    (cond, icd), (cond2, icd2) = rng.sample(_CONDITIONS, 2)
+    drugs = rng.sample(_DRUGS, 3)
+    adm = event_date(rng)
+    style = rng.randrange(7)
+    she = patient.gender == "f"
+    age = 2024 - patient.dob.year
+    ctx: dict[str, Slot] = {
+        "facility": pick(rng, _FACILITY).format(
+            brand=brand(rng), saint=pick(rng, _SAINTS), street_word=pick(rng, _STREET_WORDS)
+        ),
+        "facility2": pick(rng, _FACILITY).format(
+            brand=brand(rng), saint=pick(rng, _SAINTS), street_word=pick(rng, _STREET_WORDS)
+        ),
+        "doctype": pick(rng, _DOCTYPES[:4]),
+        "dept": pick(rng, _SPECIALTIES),
+        "specialty": pick(rng, _SPECIALTIES),
+        "p_name": E("NAME", patient.name),
+        "p_name_rev": E("NAME", f"{patient.last.upper()}, {patient.first}"),
+        "p_first": E("NAME", patient.first),
+        "p_last": E("NAME", patient.last),
+        "p_title": patient.title,
+        "p_pron": "she" if she else "he",
+        "p_pron_cap": "She" if she else "He",
+        "p_poss": "her" if she else "his",
+        "p_poss_cap": "Her" if she else "His",
+        "sex": "F" if she else "M",
+        "sex_word": "woman" if she else "man",
+        "age": str(age),
+        "p_dob": E("DOB", fmt_date(patient.dob, style)),
+        "p_dob2": E("DOB", fmt_date(patient.dob, style + 1)),
+        "p_addr": E("ADDRESS", patient.address()),
+        "p_phone": E("PHONE", patient.phone(rng.randrange(5))),
+        "p_email": E("EMAIL", patient.email),
+        "k_name": E("NAME", kin.name),
+        "k_first": E("NAME", kin.first),
+        "k_rel": pick(rng, ("wife", "husband", "partner", "son", "daughter", "brother", "sister")),
+        "k_phone": E("PHONE", kin.phone(rng.randrange(5))),
+        "d1_name": E("NAME", doctors[0].name),
+        "d2_name": E("NAME", doctors[1].name),
+        "d2_last": E("NAME", doctors[1].last),
+        "d3_last": E("NAME", doctors[2].last),
+        "mrn": f"{rng.randrange(10**7, 10**8)}",
+        "enc": f"ENC-{rng.randrange(10**6, 10**7)}",
+        "acc": f"ACC{rng.randrange(10**5, 10**6)}",
+        "adm": fmt_date(adm, style),
+        "dis": fmt_date(adm.fromordinal(adm.toordinal() + rng.randrange(1, 9)), style),
+        "prior": fmt_date(event_date(rng), style),
+        "prior2": fmt_date(event_date(rng), style),
+        "letter_date": fmt_date(event_date(rng), style + 1),
+        "lab_date": fmt_date(event_date(rng), style),
+        "cond": cond,
+        "icd": icd,
+        "cond2": cond2,
+        "icd2": icd2,
+        "drug1": drugs[0],
+        "drug2": drugs[1],
+        "drug3": drugs[2],
+        "symptom": pick(rng, _SYMPTOMS),
+        "detail": pick(rng, _DETAILS),
+        "trigger": pick(rng, _TRIGGERS),
+        "days": str(rng.randrange(2, 15)),
+        "weeks": str(rng.randrange(2, 7)),
+        "job": pick(rng, _JOBS),
+        "employer": str(fake.company()),
+        "habits": pick(rng, _HABITS),
+        "allergy": pick(rng, _ALLERGIES),
+        "imaging": pick(rng, _IMAGING),
+        "lungs": pick(rng, ("scattered wheeze", "crackles at the right base", "clear fields")),
+        "bp": f"{rng.randrange(100, 170)}/{rng.randrange(60, 100)}",
+        "hr": str(rng.randrange(55, 120)),
+        "temp": f"{rng.randrange(360, 390) / 10:.1f}",
+        "spo2": str(rng.randrange(88, 100)),
+        "weight": str(rng.randrange(45, 130)),
+        "bed": f"{rng.randrange(2, 9)}{pick(rng, 'ABCD')}-{rng.randrange(1, 30)}",
+        "wbc": f"{rng.randrange(40, 180) / 10:.1f}",
+        "hgb": f"{rng.randrange(90, 160) / 10:.1f}",
+        "creat": f"{rng.randrange(6, 30) / 10:.1f}",
+        "na": str(rng.randrange(128, 146)),
+        "k": f"{rng.randrange(32, 55) / 10:.1f}",
+        "a1c": f"{rng.randrange(52, 110) / 10:.1f}",
+        "o2": str(rng.randrange(1, 4)),
+        "ext": str(rng.randrange(2000, 8999)),
+        "time": f"{rng.randrange(7, 22):02d}:{rng.randrange(60):02d}",
+        "fall": str(rng.randrange(10, 60)),
+        "group": f"GRP-{rng.randrange(10000, 99999)}-{rng.randrange(10, 99)}",
+        "auth": f"{rng.randrange(100, 999)}-{rng.randrange(1000, 9999)}-{rng.randrange(100, 999)}",
+        "agency": f"{brand(rng)} Home Health",
+        "job_id": str(rng.randrange(10**5, 10**6)),
+    }
+    b = Builder()
+    letter = rng.random() < 0.25
+    if letter:
+        b.fill(_LETTER_HEADER, ctx)
+    else:
+        b.fill(pick(rng, _HEADERS), ctx)
+    b.fill(pick(rng, _HPI), ctx)
+    middle = [pick(rng, _SOCIAL), pick(rng, _CONTACTS)]
+    fillers = list(_FILLERS)
+    rng.shuffle(fillers)
+    closing = pick(rng, _FOLLOWUP)
+    sign = _SIGN[2] if letter else pick(rng, _SIGN[:2])
+    reserve = len(closing) + len(sign) + 80
+    day = 1
+    while middle or (len(b) < min_chars - reserve):
+        if middle and (rng.random() < 0.4 or len(b) >= min_chars - reserve):
+            b.fill(middle.pop(0), ctx)
+            continue
+        if not fillers:
+            fillers = list(_FILLERS[7:9])
+        day += 1
+        b.fill(fillers.pop(), {**ctx, "day": str(day), "lab_date2": fmt_date(event_date(rng), style)})
+    b.fill(closing, ctx)
+    b.fill(sign, ctx)
+    while len(b) < min_chars:
+        b.fill(
+            "Addendum ({lab_date2}): results reviewed; no change to management.\n",
+            {"lab_date2": fmt_date(event_date(rng), style)},
+        )
+    return b.result()

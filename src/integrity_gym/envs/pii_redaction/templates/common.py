@@ -1,0 +1,326 @@
+"""Building blocks of the document generator: a span-tracking text builder, people, distractors.
+
+Every document is assembled piece by piece with :class:`Builder`, which records the offsets of
+each personal-data piece as it is appended, so the gold offsets are correct by construction.
+Values come from a private ``random.Random`` and a per-thread Faker instance that is re-seeded for
+every document, so a document depends only on the seed parts it was built from.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, timedelta
+from random import Random
+from typing import NamedTuple, TypeVar
+
+from faker import Faker
+
+from integrity_gym.envs.pii_redaction.models import Entity, Label
+
+# Fixed date bounds: generated documents never depend on the day they are generated.
+DOB_FIRST = date(1940, 1, 1)
+DOB_LAST = date(2006, 12, 31)
+EVENT_FIRST = date(2019, 1, 1)
+EVENT_LAST = date(2025, 12, 31)
+
+MONTHS = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)  # fmt: skip
+
+
+class E(NamedTuple):
+    """A personal-data value to place in a template: its label and its exact characters."""
+
+    label: Label
+    text: str
+
+
+Slot = str | E
+T = TypeVar("T")
+_SLOT = re.compile(r"\{(\w+)\}")
+
+
+class Builder:
+    """Appends text and entities, keeping entity offsets exact."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._length = 0
+        self.entities: list[Entity] = []
+
+    def __len__(self) -> int:
+        return self._length
+
+    def text(self, value: str) -> None:
+        """Append plain (non-personal) text."""
+        self._parts.append(value)
+        self._length += len(value)
+
+    def entity(self, label: Label, value: str) -> None:
+        """Append one personal-data value as a gold entity."""
+        if not value or len(value) >= 200:
+            raise ValueError(f"entity {value!r} must have 1 to 199 characters")
+        self.entities.append(Entity(start=self._length, end=self._length + len(value), label=label, text=value))
+        self.text(value)
+
+    def add(self, value: Slot) -> None:
+        """Append a plain string or an :class:`E`."""
+        if isinstance(value, E):
+            self.entity(value.label, value.text)
+        else:
+            self.text(value)
+
+    def fill(self, template: str, ctx: dict[str, Slot]) -> None:
+        """Append ``template`` with each ``{key}`` replaced by ``ctx[key]`` (entities tracked)."""
+        pos = 0
+        for match in _SLOT.finditer(template):
+            self.text(template[pos : match.start()])
+            key = match.group(1)
+            if key not in ctx:
+                raise KeyError(f"template slot {key!r} has no value")
+            self.add(ctx[key])
+            pos = match.end()
+        self.text(template[pos:])
+
+    def result(self) -> tuple[str, tuple[Entity, ...]]:
+        """Return the finished text and its entities."""
+        return "".join(self._parts), tuple(self.entities)
+
+
+_local = threading.local()
+
+
+def faker_for(seed: int) -> Faker:
+    """Return this thread's en_US Faker, re-seeded with ``seed`` (never shared across threads)."""
+    fake: Faker | None = getattr(_local, "faker", None)
+    if fake is None:
+        fake = Faker("en_US")
+        _local.faker = fake
+    fake.seed_instance(seed)
+    return fake
+
+
+def pick(rng: Random, items: Sequence[T]) -> T:
+    """Return one item of ``items`` chosen by ``rng``."""
+    return items[rng.randrange(len(items))]
+
+
+def between(rng: Random, first: date, last: date) -> date:
+    """Return a date in ``[first, last]``."""
+    return first + timedelta(days=rng.randrange((last - first).days + 1))
+
+
+def event_date(rng: Random) -> date:
+    """A non-birth date (signing, admission, log time) in the fixed event range."""
+    return between(rng, EVENT_FIRST, EVENT_LAST)
+
+
+def ordinal(n: int) -> str:
+    """1 -> '1st', 22 -> '22nd'."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def fmt_date(d: date, style: int) -> str:
+    """Format a date in one of seven common written styles."""
+    styles = (
+        f"{d.month:02d}/{d.day:02d}/{d.year}",
+        f"{MONTHS[d.month - 1]} {d.day}, {d.year}",
+        f"{d.isoformat()}",
+        f"{d.day} {MONTHS[d.month - 1]} {d.year}",
+        f"{d.month}/{d.day}/{d.year}",
+        f"{MONTHS[d.month - 1][:3]} {d.day}, {d.year}",
+        f"{d.day:02d}-{MONTHS[d.month - 1][:3]}-{d.year}",
+    )
+    return styles[style % len(styles)]
+
+
+_STREET_BASES = (
+    "Oak", "Maple", "Cedar", "Pine", "Elm", "Walnut", "Chestnut", "Willow", "Birch", "Hickory",
+    "Lake", "Hill", "Park", "Main", "Church", "Mill", "River", "Sunset", "Highland", "Spring",
+    "Ridge", "Meadow", "Forest", "Valley", "Orchard", "Harbor", "Prospect", "Franklin", "Lincoln",
+    "Jefferson", "Madison", "Washington", "Adams", "Grant", "Union", "Liberty", "Center", "Market",
+)  # fmt: skip
+_SUFFIXES = (
+    ("Street", "St."), ("Avenue", "Ave."), ("Road", "Rd."), ("Lane", "Ln."), ("Drive", "Dr."),
+    ("Court", "Ct."), ("Boulevard", "Blvd."), ("Way", "Way"), ("Place", "Pl."), ("Terrace", "Ter."),
+    ("Circle", "Cir."), ("Parkway", "Pkwy."),
+)  # fmt: skip
+_UNITS = ("Apt. {n}", "Apt {n}", "Unit {n}", "#{n}", "Suite {n}")
+AREA_CODES = (
+    "201", "206", "212", "213", "215", "224", "248", "267", "303", "305", "312", "317", "339",
+    "347", "360", "402", "404", "408", "412", "415", "425", "469", "503", "510", "512", "516",
+    "520", "559", "602", "608", "612", "614", "617", "646", "650", "702", "713", "718", "720",
+    "732", "773", "802", "816", "857", "901", "917", "919", "949", "971", "978",
+)  # fmt: skip
+EMAIL_DOMAINS = (
+    "gmail.com", "yahoo.com", "hotmail.com", "outlook.com", "icloud.com", "aol.com",
+    "protonmail.com", "fastmail.com", "mail.com", "comcast.net", "verizon.net", "example.org",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Person:
+    """A fictional person and every piece of personal data the templates may mention."""
+
+    first: str
+    last: str
+    gender: str
+    email_local: str
+    email_domain: str
+    phone_digits: str
+    street: str
+    unit: str
+    city: str
+    state: str
+    zipcode: str
+    dob: date
+    ssn: str
+
+    @property
+    def name(self) -> str:
+        """First and last name."""
+        return f"{self.first} {self.last}"
+
+    @property
+    def email(self) -> str:
+        """Plain e-mail address."""
+        return f"{self.email_local}@{self.email_domain}"
+
+    @property
+    def title(self) -> str:
+        """Courtesy title matching the person's gender."""
+        return "Mr." if self.gender == "m" else "Ms."
+
+    def phone(self, style: int) -> str:
+        """The phone number in one of five common written styles."""
+        a, b, c = self.phone_digits[:3], self.phone_digits[3:6], self.phone_digits[6:]
+        styles = (f"({a}) {b}-{c}", f"{a}-{b}-{c}", f"{a}.{b}.{c}", f"+1 {a} {b} {c}", f"+1 ({a}) {b}-{c}")
+        return styles[style % len(styles)]
+
+    def ssn_text(self) -> str:
+        """SSN as AAA-GG-SSSS."""
+        return f"{self.ssn[:3]}-{self.ssn[3:5]}-{self.ssn[5:]}"
+
+    def street_line(self) -> str:
+        """Street address with the unit, if any."""
+        return f"{self.street}, {self.unit}" if self.unit else self.street
+
+    def address(self, sep: str = ", ") -> str:
+        """Full address on one line (``sep`` is ', ') or on two (``sep`` is a newline)."""
+        return f"{self.street_line()}{sep}{self.city}, {self.state} {self.zipcode}"
+
+
+def make_person(rng: Random, fake: Faker, *, dob_first: date = DOB_FIRST, dob_last: date = DOB_LAST) -> Person:
+    """Draw a fictional person; Faker supplies names and places, ``rng`` everything else."""
+    gender = pick(rng, ("m", "f"))
+    first = fake.first_name_male() if gender == "m" else fake.first_name_female()
+    last = fake.last_name()
+    f, ln = first.lower(), last.lower()
+    local = pick(
+        rng,
+        (f"{f}.{ln}", f"{f[0]}{ln}", f"{f}_{ln}{rng.randrange(10, 99)}", f"{f}{ln}", f"{f}.{ln[0]}", f"{ln}.{f}"),
+    )
+    full, abbr = pick(rng, _SUFFIXES)
+    base = fake.last_name() if rng.random() < 0.3 else pick(rng, _STREET_BASES)
+    street = f"{rng.randrange(1, 9900)} {base} {full if rng.random() < 0.7 else abbr}"
+    unit = pick(rng, _UNITS).format(n=rng.randrange(1, 40)) if rng.random() < 0.3 else ""
+    area = pick(rng, AREA_CODES)
+    phone = f"{area}{rng.randrange(200, 999)}{rng.randrange(10000):04d}"
+    group = rng.randrange(1, 899)
+    group = group + 1 if group == 666 else group
+    ssn = f"{group:03d}{rng.randrange(1, 99):02d}{rng.randrange(1, 9999):04d}"
+    return Person(
+        first=first,
+        last=last,
+        gender=gender,
+        email_local=local,
+        email_domain=pick(rng, EMAIL_DOMAINS),
+        phone_digits=phone,
+        street=street,
+        unit=unit,
+        city=fake.city(),
+        state=fake.state_abbr(include_territories=False, include_freely_associated_states=False),
+        zipcode=fake.zipcode(),
+        dob=between(rng, dob_first, dob_last),
+        ssn=ssn,
+    )
+
+
+_BRAND_A = (
+    "Blue", "Bright", "Harbor", "Summit", "Vector", "North", "Silver", "Granite", "Clear", "Cobalt",
+    "Iron", "Pioneer", "Keystone", "Lumen", "Orbit", "Quarry", "Redwood", "Tandem", "Union", "Vista",
+)  # fmt: skip
+_BRAND_B = (
+    "Systems", "Labs", "Analytics", "Logistics", "Health", "Networks", "Software", "Partners",
+    "Dynamics", "Works", "Cloud", "Data", "Solutions", "Holdings", "Robotics", "Media",
+)  # fmt: skip
+_PRODUCTS = (
+    "Atlas", "Beacon", "Cascade", "Drift", "Ember", "Falcon", "Glacier", "Helix", "Ion", "Juniper",
+    "Kestrel", "Lattice", "Meridian", "Nimbus", "Onyx", "Prism", "Quill", "Relay", "Sable", "Tern",
+)  # fmt: skip
+
+
+def company(rng: Random, fake: Faker) -> str:
+    """A company name (never personal data even when it contains a surname)."""
+    if rng.random() < 0.4:
+        return str(fake.company())
+    suffix = pick(rng, ("Inc.", "LLC", "Corp.", "Ltd.", "Co."))
+    return f"{pick(rng, _BRAND_A)}{pick(rng, ('', ' '))}{pick(rng, _BRAND_B)} {suffix}"
+
+
+def brand(rng: Random) -> str:
+    """A one-word brand for company or site names."""
+    return f"{pick(rng, _BRAND_A)}{pick(rng, ('', '', 'ly', 'io'))}"
+
+
+def product(rng: Random) -> str:
+    """A product name with a version number."""
+    return f"{pick(rng, _PRODUCTS)} {pick(rng, ('Pro', 'Cloud', 'Server', 'Suite', 'Edge'))} {version(rng)}"
+
+
+def version(rng: Random) -> str:
+    """A software version like 'v4.12.3'."""
+    return f"{pick(rng, ('v', ''))}{rng.randrange(1, 12)}.{rng.randrange(0, 20)}.{rng.randrange(0, 30)}"
+
+
+def code(rng: Random, prefix: str, digits: int) -> str:
+    """A reference code like 'INC-004821'."""
+    return f"{prefix}-{rng.randrange(10 ** (digits - 1), 10**digits)}"
+
+
+def money(rng: Random, low: int, high: int) -> str:
+    """An amount like '$12,500.00'."""
+    return f"${rng.randrange(low, high) * 50:,}.00"
+
+
+def ipv4(rng: Random) -> str:
+    """An IPv4 address from a private or documentation range."""
+    kind = rng.randrange(4)
+    if kind == 0:
+        return f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}"
+    if kind == 1:
+        return f"192.168.{rng.randrange(256)}.{rng.randrange(1, 255)}"
+    if kind == 2:
+        return f"172.{rng.randrange(16, 32)}.{rng.randrange(256)}.{rng.randrange(1, 255)}"
+    return f"{pick(rng, ('203.0.113', '198.51.100', '192.0.2'))}.{rng.randrange(1, 255)}"
+
+
+def mac(rng: Random) -> str:
+    """A MAC address."""
+    return ":".join(f"{rng.randrange(256):02x}" for _ in range(6))
+
+
+def hostname(rng: Random) -> str:
+    """An internal host name."""
+    role = pick(rng, ("web", "api", "auth", "db", "cache", "worker", "edge", "mq"))
+    return f"{role}-{rng.randrange(1, 30):02d}.{pick(rng, ('prod', 'stage', 'eu1', 'us2'))}.internal"
+
+
+def hexid(rng: Random, n: int) -> str:
+    """A lower-case hexadecimal id of ``n`` characters."""
+    return "".join(pick(rng, "0123456789abcdef") for _ in range(n))
