@@ -1,0 +1,1 @@
+"""information_integrity: decide allow / flag / remove for a post after checking claims and sources."""

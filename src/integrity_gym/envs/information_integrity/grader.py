@@ -1,0 +1,171 @@
+"""Graders: a pure function of an episode record to a ``Grade``.
+
+Four dimensions, weighted per tier as in the reference design:
+
+- ``decision_correct``: 1 if the decision equals the label, else 0 (no partial credit, so
+  always answering the middle option ``flag`` cannot collect half marks);
+- ``evidence_breadth``: share of the gold evidence (decisive claims and sources) the agent looked
+  at;
+- ``reasoning_depth``: ``reasoning.grade_reasoning`` of the decision's reasoning;
+- ``efficiency``: ``min(1, optimal steps / steps taken)``, 0 without a decision or when the
+  decision came before the minimum evidence.
+
+Custom graders: subclass ``Grader`` and ``GraderFactory.register("name", cls)``; select one with
+the task config ``grader="name"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from pydantic import Field
+
+from integrity_gym.core.types import Grade, WireModel
+from integrity_gym.envs.information_integrity import rules
+from integrity_gym.envs.information_integrity.models import Decision, Scenario
+from integrity_gym.envs.information_integrity.reasoning import grade_reasoning
+
+
+class EpisodeRecord(WireModel):
+    """Everything a grader needs about one episode."""
+
+    scenario: Scenario = Field(description="The scenario, label included.")
+    verified: tuple[str, ...] = Field(description="Claim ids verified.")
+    checked: tuple[str, ...] = Field(description="Source ids checked.")
+    decision: Decision | None = Field(description="Final decision, if any.")
+    reasoning: str | None = Field(description="Reasoning sent with the decision.")
+    steps: int = Field(ge=0, description="Steps taken, invalid ones included.")
+    premature: bool = Field(description="Decision came before the minimum evidence.")
+    threshold: float = Field(ge=0, le=1, description="Success threshold of the task.")
+    reasoning_char_cap: int = Field(default=2000, ge=1, description="Characters of reasoning read.")
+    reasoning_statement_cap: int = Field(default=20, ge=1, description="Statements allowed before reasoning scores 0.")
+
+
+class Grader:
+    """Weighted sum of the four dimensions; subclasses set ``weights``."""
+
+    weights: ClassVar[dict[str, float]] = {
+        "decision_correct": 0.25,
+        "evidence_breadth": 0.25,
+        "reasoning_depth": 0.25,
+        "efficiency": 0.25,
+    }
+
+    def dimensions(self, record: EpisodeRecord) -> dict[str, float]:
+        """The four dimension values in [0, 1]."""
+        scenario = record.scenario
+        gold = rules.gold_evidence(scenario)
+        decided = record.decision is not None
+        correct = 1.0 if decided and record.decision == scenario.label else 0.0
+        seen = set(record.verified) | set(record.checked)
+        wanted = set(gold.claims) | set(gold.sources)
+        breadth = len(wanted & seen) / len(wanted)
+        reasoning = grade_reasoning(
+            record.reasoning if decided else None,
+            scenario,
+            seen,
+            char_cap=record.reasoning_char_cap,
+            statement_cap=record.reasoning_statement_cap,
+        ).score
+        optimal = len(wanted) + 1
+        efficiency = min(1.0, optimal / max(1, record.steps)) if decided and not record.premature else 0.0
+        return {
+            "decision_correct": correct,
+            "evidence_breadth": round(breadth, 10),
+            "reasoning_depth": round(reasoning, 10),
+            "efficiency": round(efficiency, 10),
+        }
+
+    def grade(self, record: EpisodeRecord) -> Grade:
+        """Grade ``record``; the breakdown also says whether the decision was premature."""
+        dims = self.dimensions(record)
+        score = round(sum(self.weights[k] * dims[k] for k in self.weights), 10)
+        score = min(1.0, max(0.0, score))
+        breakdown = {**dims, "premature": 1.0 if record.premature else 0.0}
+        return Grade(score=score, success=score >= record.threshold, threshold=record.threshold, breakdown=breakdown)
+
+
+class EasyGrader(Grader):
+    """Easy tier: the decision matters most."""
+
+    weights: ClassVar[dict[str, float]] = {
+        "decision_correct": 0.50,
+        "evidence_breadth": 0.25,
+        "reasoning_depth": 0.15,
+        "efficiency": 0.10,
+    }
+
+
+class MediumGrader(Grader):
+    """Medium tier: evidence weighs as much as the decision."""
+
+    weights: ClassVar[dict[str, float]] = {
+        "decision_correct": 0.35,
+        "evidence_breadth": 0.35,
+        "reasoning_depth": 0.20,
+        "efficiency": 0.10,
+    }
+
+
+class HardGrader(Grader):
+    """Hard tier: decision, evidence and reasoning weigh the same."""
+
+    weights: ClassVar[dict[str, float]] = {
+        "decision_correct": 0.30,
+        "evidence_breadth": 0.30,
+        "reasoning_depth": 0.30,
+        "efficiency": 0.10,
+    }
+
+
+class GraderFactory:
+    """Graders by name: ``easy``, ``medium``, ``hard`` built in; ``register`` adds more."""
+
+    _graders: ClassVar[dict[str, type[Grader]]] = {
+        "easy": EasyGrader,
+        "medium": MediumGrader,
+        "hard": HardGrader,
+    }
+
+    @classmethod
+    def register(cls, name: str, grader: type[Grader]) -> None:
+        """Register ``grader`` under ``name``; raise ``ValueError`` if the name is taken."""
+        if name in cls._graders:
+            raise ValueError(f"a grader named {name!r} is already registered")
+        if not (isinstance(grader, type) and issubclass(grader, Grader)):
+            raise ValueError(f"grader {name!r} must be a subclass of Grader")
+        weights = grader.weights
+        if set(weights) != set(Grader.weights) or abs(sum(weights.values()) - 1.0) > 1e-9:
+            raise ValueError(f"grader {name!r}: weights must cover {sorted(Grader.weights)} and sum to 1")
+        cls._graders[name] = grader
+
+    @classmethod
+    def create(cls, name: str) -> Grader:
+        """An instance of the grader registered as ``name``."""
+        try:
+            return cls._graders[name]()
+        except KeyError:
+            raise ValueError(
+                f"grader: unknown grader {name!r}; registered: {', '.join(sorted(cls._graders))}"
+            ) from None
+
+    @classmethod
+    def names(cls) -> list[str]:
+        """Registered grader names."""
+        return sorted(cls._graders)
+
+
+def summarize(grades: Sequence[Grade]) -> dict[str, float | None]:
+    """Dataset metrics: decision accuracy, premature rate, mean of each dimension."""
+    if not grades:
+        return {"decision_accuracy": None, "premature_rate": None}
+    n = len(grades)
+    out: dict[str, float | None] = {
+        "decision_accuracy": sum(g.breakdown.get("decision_correct", 0.0) for g in grades) / n,
+        "premature_rate": sum(g.breakdown.get("premature", 0.0) for g in grades) / n,
+        "success_rate": sum(1.0 for g in grades if g.success) / n,
+    }
+    for key in ("evidence_breadth", "reasoning_depth", "efficiency"):
+        out[f"mean_{key}"] = sum(g.breakdown.get(key, 0.0) for g in grades) / n
+    return out

@@ -1,0 +1,166 @@
+"""Deterministic grading of the reasoning sent with a decision.
+
+Only *typed statements* count; bare ids, prose and keyword lists earn nothing:
+
+- ``<source> supports <claim>`` / ``<source> refutes <claim>`` (``contradicts`` = refutes),
+- ``<claim> is <status>`` with status true, false, misleading (= partially true), contested,
+  unsupported,
+- ``<source> is satire`` / ``<source> is outdated``,
+- ``harm is low|medium|high``.
+
+A statement is correct only if every id it cites was checked or verified before the decision
+and it agrees with the facts; statements that contradict each other are all wrong. The score is
+``recall × precision``: recall over the gold statements (``rules.gold_evidence``), precision over
+every statement made. Only the first ``char_cap`` characters are read, and more than
+``statement_cap`` statements score 0, so dumping every combination cannot pay.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from integrity_gym.envs.information_integrity import rules
+from integrity_gym.envs.information_integrity.models import Scenario
+
+_STATUS_WORDS = {
+    "true": "true",
+    "false": "false",
+    "misleading": "misleading",
+    "partially_true": "misleading",
+    "partially true": "misleading",
+    "partly true": "misleading",
+    "contested": "contested",
+    "unsupported": "unsupported",
+    "inconclusive": "unsupported",
+}
+_STANCE_WORDS = {"supports": "supports", "refutes": "refutes", "contradicts": "refutes"}
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One parsed statement in canonical form: (kind, subject, value)."""
+
+    kind: str  # "stance", "status", "discount", "harm"
+    subject: str  # "src_1|claim_1", "claim_1", "src_1" or "harm"
+    value: str
+
+    @property
+    def text(self) -> str:
+        """Canonical text, the form used by ``rules.GoldEvidence.statements``."""
+        if self.kind == "stance":
+            source, claim = self.subject.split("|")
+            return f"{source} {self.value} {claim}"
+        if self.kind == "harm":
+            return f"harm is {self.value}"
+        return f"{self.subject} is {self.value}"
+
+
+@dataclass(frozen=True)
+class ReasoningScore:
+    """Outcome of grading one reasoning text."""
+
+    score: float
+    recall: float
+    precision: float
+    statements: tuple[Statement, ...]
+    correct: tuple[Statement, ...]
+    over_cap: bool
+
+
+def _alternation(words: Collection[str]) -> str:
+    return "|".join(re.escape(w).replace(r"\ ", r"[\s_-]+") for w in sorted(words, key=len, reverse=True))
+
+
+def parse_statements(text: str, claim_ids: Collection[str], source_ids: Collection[str]) -> list[Statement]:
+    """Find the typed statements in ``text`` (case-insensitive), in order of appearance."""
+    if not text:
+        return []
+    claims = {c.lower(): c for c in claim_ids}
+    sources = {s.lower(): s for s in source_ids}
+    claim_re = _alternation(claims) or r"(?!x)x"
+    source_re = _alternation(sources) or r"(?!x)x"
+    edge = r"(?<![A-Za-z0-9_-])"
+    end = r"(?![A-Za-z0-9_-])"
+    patterns = [
+        ("stance", rf"{edge}(?P<s>{source_re}){end}\s+(?P<v>{_alternation(_STANCE_WORDS)})\s+(?P<c>{claim_re}){end}"),
+        ("status", rf"{edge}(?P<c>{claim_re}){end}\s+is\s+(?:now\s+)?(?P<v>{_alternation(_STATUS_WORDS)}){end}"),
+        ("discount", rf"{edge}(?P<s>{source_re}){end}\s+is\s+(?P<v>satire|outdated){end}"),
+        ("harm", rf"{edge}harm(?:\s+level)?\s+is\s+(?P<v>low|medium|high){end}"),
+    ]
+    found: list[tuple[int, Statement]] = []
+    for kind, pattern in patterns:
+        for m in re.finditer(pattern, text, flags=re.IGNORECASE):
+            value = re.sub(r"[\s_-]+", " ", m["v"].lower())
+            groups = m.groupdict()
+            if kind == "stance":
+                subject = f"{sources[groups['s'].lower()]}|{claims[groups['c'].lower()]}"
+                value = _STANCE_WORDS[value]
+            elif kind == "status":
+                subject = claims[groups["c"].lower()]
+                value = _STATUS_WORDS[value]
+            elif kind == "discount":
+                subject = sources[groups["s"].lower()]
+            else:
+                subject = "harm"
+            found.append((m.start(), Statement(kind, subject, value)))
+    found.sort(key=lambda pair: pair[0])
+    return [s for _, s in found]
+
+
+def _is_true(statement: Statement, scenario: Scenario, agg: rules.Aggregate) -> bool:
+    if statement.kind == "stance":
+        source_id, claim_id = statement.subject.split("|")
+        source = scenario.source(source_id)
+        return source.claim_id == claim_id and source.stance == statement.value
+    if statement.kind == "status":
+        return any(a.claim_id == statement.subject and a.status == statement.value for a in agg.claims)
+    if statement.kind == "discount":
+        source = scenario.source(statement.subject)
+        if statement.value == "satire":
+            return source.satire
+        return rules.is_outdated(source, scenario.as_of)
+    return statement.value == scenario.harm
+
+
+def _cited(statement: Statement) -> list[str]:
+    if statement.kind == "stance":
+        return statement.subject.split("|")
+    return [] if statement.kind == "harm" else [statement.subject]
+
+
+def grade_reasoning(
+    text: str | None,
+    scenario: Scenario,
+    seen: Collection[str],
+    *,
+    char_cap: int = 2000,
+    statement_cap: int = 20,
+) -> ReasoningScore:
+    """Score ``text`` against the scenario's gold statements; ``seen`` = ids checked or verified."""
+    claim_ids = [c.id for c in scenario.claims]
+    source_ids = [s.id for s in scenario.sources]
+    statements = parse_statements((text or "")[:char_cap], claim_ids, source_ids)
+    unique = list(dict.fromkeys(statements))
+    if not unique:
+        return ReasoningScore(0.0, 0.0, 0.0, (), (), False)
+    if len(unique) > statement_cap:
+        return ReasoningScore(0.0, 0.0, 0.0, tuple(unique), (), True)
+    values: dict[tuple[str, str], set[str]] = {}
+    for s in unique:
+        values.setdefault((s.kind, s.subject), set()).add(s.value)
+    agg = rules.aggregate(scenario)
+    seen_set = set(seen)
+    correct = tuple(
+        s
+        for s in unique
+        if len(values[(s.kind, s.subject)]) == 1
+        and all(i in seen_set for i in _cited(s))
+        and _is_true(s, scenario, agg)
+    )
+    gold = set(rules.gold_evidence(scenario).statements)
+    hit = {s.text for s in correct} & gold
+    recall = len(hit) / len(gold) if gold else 0.0
+    precision = len(correct) / len(unique)
+    return ReasoningScore(round(recall * precision, 10), recall, precision, tuple(unique), correct, False)

@@ -1,0 +1,212 @@
+"""Dense step rewards, with magnitudes loaded from a YAML preset.
+
+The functions here are pure: they take counts and flags, not an environment, so the reward can
+be tested (and the ordering property enumerated) without running episodes. The environment adds
+the step rewards to a running total clipped to ``[clip_min, clip_max]``; a step whose reward was
+cut by the clip carries a ``clip`` component so that the breakdown still sums to the reward.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from integrity_gym.core.env import validate_config
+from integrity_gym.envs.information_integrity.models import DECISIONS, Decision, Scenario
+
+StepKind = Literal["verify_claim", "check_source", "decide", "invalid"]
+PRESETS: tuple[str, ...] = ("default", "reference")
+
+
+class RewardConfig(BaseModel):
+    """Reward magnitudes. Penalties are negative numbers."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(default="custom", description="Preset name.")
+    verify_claim: float = Field(ge=0, description="Per unique claim verified.")
+    check_source: float = Field(ge=0, description="Per unique source checked.")
+    multi_source_bonus: float = Field(ge=0, description="Once, when multi_source_min unique sources are checked.")
+    multi_source_min: int = Field(ge=1, description="Unique sources that earn the bonus.")
+    exploration_cap: float | None = Field(ge=0, description="Cap on the sum of the three rewards above; null = none.")
+    correct_decision: float = Field(ge=0, description="Decision equals the label.")
+    partial_decision: float = Field(ge=0, description="Decision one tier from the label.")
+    premature_decision: float = Field(le=0, description="Deciding before the minimum evidence.")
+    redundant_action: float = Field(le=0, description="Verifying or checking the same id again.")
+    inefficiency: float = Field(le=0, description="Per step beyond efficient_step_threshold.")
+    efficient_step_threshold: int | None = Field(
+        ge=1, description="Steps allowed before the inefficiency penalty; null = claims + sources + 1."
+    )
+    over_aggression: float = Field(le=0, description="remove when the label is allow or flag.")
+    invalid_action: float = Field(le=0, description="A rejected action (malformed or unknown id).")
+    clip_min: float = Field(description="Lower clip of the episode total.")
+    clip_max: float = Field(description="Upper clip of the episode total.")
+
+    @model_validator(mode="after")
+    def _check_clip(self) -> RewardConfig:
+        if self.clip_min >= self.clip_max:
+            raise ValueError(f"clip_min ({self.clip_min}) must be below clip_max ({self.clip_max})")
+        return self
+
+
+def load_reward_config(preset: str | Path = "default") -> RewardConfig:
+    """Load a preset by name (``default``, ``reference``) or a YAML file by path."""
+    if isinstance(preset, str) and preset in PRESETS:
+        text = resources.files(__package__).joinpath("data", "rewards", f"{preset}.yaml").read_text("utf-8")
+        origin = preset
+    else:
+        path = Path(preset)
+        if not path.is_file():
+            raise ValueError(
+                f"reward_preset: {str(preset)!r} is neither a preset ({', '.join(PRESETS)}) nor a YAML file"
+            )
+        text, origin = path.read_text("utf-8"), str(path)
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"reward_preset: {origin} must hold a YAML mapping of component -> value")
+    config: RewardConfig = validate_config(RewardConfig, data)
+    return config
+
+
+def efficient_steps(config: RewardConfig, n_claims: int, n_sources: int) -> int:
+    """Steps an episode may take before the inefficiency penalty starts."""
+    if config.efficient_step_threshold is not None:
+        return config.efficient_step_threshold
+    return n_claims + n_sources + 1
+
+
+def _round(value: float) -> float:
+    return round(value, 10)
+
+
+def decision_reward(config: RewardConfig, decision: Decision, label: Decision) -> dict[str, float]:
+    """Decision components: correct, partial (one tier off), over-aggression."""
+    out: dict[str, float] = {}
+    distance = abs(DECISIONS.index(decision) - DECISIONS.index(label))
+    if distance == 0:
+        out["correct_decision"] = config.correct_decision
+    elif distance == 1:
+        out["partial_decision"] = config.partial_decision
+    if decision == "remove" and label != "remove":
+        out["over_aggression"] = config.over_aggression
+    return out
+
+
+def step_breakdown(
+    config: RewardConfig,
+    *,
+    kind: StepKind,
+    repeated: bool = False,
+    sources_checked_after: int = 0,
+    exploration_paid: float = 0.0,
+    step_number: int,
+    efficient: int,
+    decision: Decision | None = None,
+    label: Decision | None = None,
+    premature: bool = False,
+) -> dict[str, float]:
+    """Reward components of one step, before the episode clip.
+
+    ``step_number`` is 1-based; ``exploration_paid`` is what verify/check/bonus rewards paid before
+    this step (for the cap); ``sources_checked_after`` counts unique sources after this step.
+    """
+    if kind == "invalid":
+        return {"invalid_action": config.invalid_action}
+    out: dict[str, float] = {}
+    if kind in ("verify_claim", "check_source"):
+        if repeated:
+            out["redundant_action"] = config.redundant_action
+        else:
+            earned: dict[str, float] = {kind: config.verify_claim if kind == "verify_claim" else config.check_source}
+            if kind == "check_source" and sources_checked_after == config.multi_source_min:
+                earned["multi_source_bonus"] = config.multi_source_bonus
+            room = math.inf if config.exploration_cap is None else config.exploration_cap - exploration_paid
+            for name, value in earned.items():
+                paid = max(0.0, min(value, room))
+                room -= paid
+                out[name] = _round(paid)
+    else:
+        if decision is None or label is None:
+            raise ValueError("a decide step needs decision and label")
+        out.update(decision_reward(config, decision, label))
+        if premature:
+            out["premature_decision"] = config.premature_decision
+    if step_number > efficient:
+        out["inefficiency"] = config.inefficiency
+    return out
+
+
+def exploration_of(breakdown: dict[str, float]) -> float:
+    """The part of a breakdown that counts towards the exploration cap."""
+    return sum(breakdown.get(k, 0.0) for k in ("verify_claim", "check_source", "multi_source_bonus"))
+
+
+def apply_clip(config: RewardConfig, total_before: float, breakdown: dict[str, float]) -> tuple[float, bool]:
+    """Add ``breakdown`` to the clipped running total; return (step reward, whether clipped).
+
+    When the clip cuts the step, a ``clip`` component is added to ``breakdown`` in place.
+    """
+    raw = sum(breakdown.values())
+    after = min(config.clip_max, max(config.clip_min, total_before + raw))
+    reward = _round(after - total_before)
+    clipped = not math.isclose(reward, raw, abs_tol=1e-9)
+    if clipped:
+        breakdown["clip"] = _round(reward - raw)
+    return reward, clipped
+
+
+def episode_return(
+    config: RewardConfig,
+    scenario: Scenario,
+    claim_ids: Iterable[str],
+    source_ids: Iterable[str],
+    decision: Decision,
+    *,
+    min_claims: int = 1,
+    min_sources: int = 2,
+) -> float:
+    """Return of the episode: verify ``claim_ids``, check ``source_ids`` (in order), then decide."""
+    if scenario.label is None:
+        raise ValueError(f"scenario {scenario.id} has no label")
+    claims, sources = list(claim_ids), list(source_ids)
+    efficient = efficient_steps(config, len(scenario.claims), len(scenario.sources))
+    total, paid, step = 0.0, 0.0, 0
+    seen: set[str] = set()
+    checked = 0
+    for kind, ids in (("verify_claim", claims), ("check_source", sources)):
+        for item in ids:
+            step += 1
+            repeated = item in seen
+            seen.add(item)
+            if kind == "check_source" and not repeated:
+                checked += 1
+            parts = step_breakdown(
+                config,
+                kind=kind,  # type: ignore[arg-type]
+                repeated=repeated,
+                sources_checked_after=checked,
+                exploration_paid=paid,
+                step_number=step,
+                efficient=efficient,
+            )
+            paid += exploration_of(parts)
+            reward, _ = apply_clip(config, total, parts)
+            total += reward
+    premature = len(set(claims)) < min_claims or len(set(sources)) < min_sources
+    parts = step_breakdown(
+        config,
+        kind="decide",
+        step_number=step + 1,
+        efficient=efficient,
+        decision=decision,
+        label=scenario.label,
+        premature=premature,
+    )
+    reward, _ = apply_clip(config, total, parts)
+    return _round(total + reward)
