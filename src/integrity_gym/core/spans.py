@@ -6,6 +6,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from itertools import accumulate
 
+import numpy as np
+
 
 def overlap(a_start: int, a_end: int, b_start: int, b_end: int) -> int:
     """Return the number of positions two half-open spans share."""
@@ -20,18 +22,28 @@ def iou(a_start: int, a_end: int, b_start: int, b_end: int) -> float:
     return inter / ((a_end - a_start) + (b_end - b_start) - inter)
 
 
+def merge_arrays(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised ``merge``: the union of spans as sorted arrays of disjoint starts and ends."""
+    keep = ends > starts
+    starts, ends = starts[keep], ends[keep]
+    if len(starts) == 0:
+        return starts, ends
+    order = np.lexsort((ends, starts))
+    starts, ends = starts[order], ends[order]
+    reach = np.maximum.accumulate(ends)
+    opens = np.ones(len(starts), dtype=bool)
+    opens[1:] = starts[1:] > reach[:-1]
+    group_end = np.append(np.flatnonzero(opens)[1:] - 1, len(starts) - 1)
+    return starts[opens], reach[group_end]
+
+
 def merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     """Return the union of ``spans`` as sorted, disjoint, non-adjacent spans."""
-    out: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if end <= start:
-            continue
-        if out and start <= out[-1][1]:
-            if end > out[-1][1]:
-                out[-1] = (out[-1][0], end)
-        else:
-            out.append((start, end))
-    return out
+    pairs = list(spans)
+    if not pairs:
+        return []
+    starts, ends = merge_arrays(*(np.array(col, dtype=np.int64) for col in zip(*pairs, strict=True)))
+    return list(zip(starts.tolist(), ends.tolist(), strict=True))
 
 
 class StaticCoverage:
@@ -42,6 +54,19 @@ class StaticCoverage:
         self._starts = [s for s, _ in merged]
         self._ends = [e for _, e in merged]
         self._prefix = [0, *accumulate(e - s for s, e in merged)]
+        self._arrays = tuple(np.array(a, dtype=np.int64) for a in (self._starts, self._ends, self._prefix))
+
+    def covered_many(self, starts: np.ndarray, ends: np.ndarray) -> int:
+        """Return the covered positions summed over many spans ``[starts[i], ends[i])`` at once."""
+        return int(self._covered_before_many(ends).sum() - self._covered_before_many(starts).sum())
+
+    def _covered_before_many(self, pos: np.ndarray) -> np.ndarray:
+        starts, ends, prefix = self._arrays
+        if len(starts) == 0:
+            return np.zeros(len(pos), dtype=np.int64)
+        i = np.searchsorted(starts, pos, "right")
+        j = np.maximum(i - 1, 0)
+        return np.where(i == 0, 0, prefix[j] + np.minimum(pos, ends[j]) - starts[j])
 
     def _covered_before(self, pos: int) -> int:
         i = bisect_right(self._starts, pos)

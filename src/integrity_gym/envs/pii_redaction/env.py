@@ -7,7 +7,7 @@ import os
 import random
 import re
 import secrets
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -150,6 +150,8 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
         self._over_redacted = 0
         self._redactions: list[Redaction] = []
         self._spans: list[tuple[int, int]] = []
+        self._by_start: list[tuple[int, int]] = []
+        self._longest = 0
         self._cursor = 0
         self._log: list[str] = []
         self._trailing_skips = 0
@@ -207,12 +209,8 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
             components |= rw.duplicate_reward(self.reward_config, duplicates)
             return f"REDACT({start},{end}) repeats an earlier redaction (IoU > {self.reward_config.duplicate_iou})"
         best = self._matcher.best_iou(start, end)
-        new_matches = [score for _, score in self._matcher.add((start, end, action.label))]
-        for piece_start, piece_end in self._union.add(start, end):
-            self._over_redacted += (piece_end - piece_start) - self._gold_cover.covered(piece_start, piece_end)
-        self._redactions.append(Redaction(start=start, end=end, label=action.label))
-        self._spans.append((start, end))
-        components |= rw.redact_reward(self.reward_config, new_matches=new_matches, best_iou=best)
+        new_matches = self._commit(Redaction(start=start, end=end, label=action.label))
+        components |= rw.redact_reward(self.reward_config, new_matches=[s for _, s in new_matches], best_iou=best)
         return None
 
     def _redact_bounds(self) -> tuple[int, int]:
@@ -221,9 +219,23 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
         return self._cursor, min(len(self.document.text), self._cursor + self.config.window_size)
 
     def _duplicates(self, start: int, end: int) -> int:
-        # Spans are short, so only spans starting within one window of ``start`` can overlap.
+        # Only spans starting within one longest-span of ``start`` can overlap it.
         threshold = self.reward_config.duplicate_iou
-        return sum(1 for s, e in self._spans if s < end and e > start and iou(s, e, start, end) > threshold)
+        lo = bisect_left(self._by_start, (start - self._longest, -1))
+        hi = bisect_left(self._by_start, (end, -1))
+        return sum(1 for s, e in self._by_start[lo:hi] if e > start and iou(s, e, start, end) > threshold)
+
+    def _commit(self, redaction: Redaction) -> list[tuple[int, float]]:
+        """Record a redaction in every running structure; return the matcher's new matches."""
+        start, end = redaction.start, redaction.end
+        new_matches = self._matcher.add((start, end, redaction.label))
+        for piece_start, piece_end in self._union.add(start, end):
+            self._over_redacted += (piece_end - piece_start) - self._gold_cover.covered(piece_start, piece_end)
+        self._redactions.append(redaction)
+        self._spans.append((start, end))
+        insort(self._by_start, (start, end))
+        self._longest = max(self._longest, end - start)
+        return new_matches
 
     def _advance(
         self, log_entry: str, components: dict[str, float], error: str | None
@@ -337,12 +349,8 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
         self.max_steps = self.config.max_steps or self.spec.max_steps
         self._seed = state.seed if state.seed is not None else 0
         self._start(state.document)
-        for r in state.redactions:
-            self._matcher.add((r.start, r.end, r.label))
-            for piece_start, piece_end in self._union.add(r.start, r.end):
-                self._over_redacted += (piece_end - piece_start) - self._gold_cover.covered(piece_start, piece_end)
-            self._redactions.append(r)
-            self._spans.append((r.start, r.end))
+        for redaction in state.redactions:
+            self._commit(redaction)
         self._phi = self._potential()
         self._episode_id = state.episode_id
         self._cursor = state.cursor_position

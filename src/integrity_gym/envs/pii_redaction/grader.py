@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from integrity_gym.core.spans import StaticCoverage, merge
+import numpy as np
+
+from integrity_gym.core.spans import StaticCoverage, merge_arrays
 from integrity_gym.core.types import Grade
 from integrity_gym.envs.pii_redaction.matching import match
 from integrity_gym.envs.pii_redaction.models import Document, Redaction
@@ -32,10 +34,13 @@ def grade_redactions(
     matched = len(pairs)
     correct = sum(pred[p][2] == gold[g][2] for g, p in pairs.items())
 
-    redacted = merge((r.start, r.end) for r in redactions)
+    starts, ends = merge_arrays(
+        np.fromiter((r.start for r in redactions), np.int64, len(redactions)),
+        np.fromiter((r.end for r in redactions), np.int64, len(redactions)),
+    )
     gold_cover = StaticCoverage((e.start, e.end) for e in document.entities)
-    redacted_total = sum(e - s for s, e in redacted)
-    pii_hidden = sum(gold_cover.covered(s, e) for s, e in redacted)
+    redacted_total = int((ends - starts).sum())
+    pii_hidden = gold_cover.covered_many(starts, ends)
     over = redacted_total - pii_hidden
     non_pii = len(document.text) - gold_cover.total
 

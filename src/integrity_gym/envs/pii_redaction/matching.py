@@ -158,13 +158,74 @@ class IncrementalMatcher:
 
 
 def match(pred: Sequence[Span], gold: Sequence[Span], threshold: float) -> dict[int, int]:
-    """Return the optimal one-to-one matching ``gold index -> prediction index`` (IoU > threshold)."""
-    index = _GoldIndex(gold)
-    pred_edges = [dict(index.candidates(p, threshold)) for p in pred]
+    """Return the optimal one-to-one matching ``gold index -> prediction index`` (IoU > threshold).
+
+    Candidate pairs are found and scored with numpy. When every component is a star (one gold
+    span or one prediction in it — always the case at IoU ≥ 0.5 with disjoint gold spans), each
+    star's best pair is picked with one lexicographic sort; otherwise components are solved
+    one by one as in ``IncrementalMatcher``.
+    """
+    if not pred or not gold:
+        return {}
+    labels = {label: code for code, label in enumerate(sorted({s[2] for s in pred} | {s[2] for s in gold}))}
+    p_start, p_end, p_label = _columns(pred, labels)
+    g_start, g_end, g_label = _columns(gold, labels)
+    order = np.lexsort((g_end, g_start))
+    sorted_starts = g_start[order]
+    lo = np.searchsorted(sorted_starts, p_start - int((g_end - g_start).max()), "left")
+    hi = np.searchsorted(sorted_starts, p_end, "left")
+    counts = hi - lo
+    pi = np.repeat(np.arange(len(pred)), counts)
+    gi = order[lo[pi] + np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)]
+    inter = np.maximum(0, np.minimum(p_end[pi], g_end[gi]) - np.maximum(p_start[pi], g_start[gi]))
+    score = inter / ((p_end[pi] - p_start[pi]) + (g_end[gi] - g_start[gi]) - inter)
+    keep = score > threshold
+    pi, gi, score = pi[keep], gi[keep], score[keep]
+    deg_p = np.bincount(pi, minlength=len(pred))[pi]
+    deg_g = np.bincount(gi, minlength=len(gold))[gi]
+    if np.any((deg_p > 1) & (deg_g > 1)):
+        return _match_by_components(pred, gold, pi.tolist(), gi.tolist(), score.tolist())
+    wrong = p_label[pi] != g_label[gi]
+    result: dict[int, int] = {}
+    # Stars around a gold span (every prediction in them has one candidate): best prediction wins.
+    star = deg_p == 1
+    keys = (p_label[pi], p_end[pi], p_start[pi], -score, wrong, gi)
+    first = _first_per_group(np.lexsort(tuple(k[star] for k in keys)), gi[star])
+    result.update(zip(gi[star][first].tolist(), pi[star][first].tolist(), strict=True))
+    # Stars around a prediction (its gold candidates have no other prediction): best gold wins.
+    rest = ~star
+    keys = (g_end[gi], g_start[gi], -score, wrong, pi)
+    first = _first_per_group(np.lexsort(tuple(k[rest] for k in keys)), pi[rest])
+    result.update(zip(gi[rest][first].tolist(), pi[rest][first].tolist(), strict=True))
+    return result
+
+
+def _columns(spans: Sequence[Span], labels: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Starts, ends and label codes of ``spans`` as integer arrays."""
+    n = len(spans)
+    return (
+        np.fromiter((s[0] for s in spans), np.int64, n),
+        np.fromiter((s[1] for s in spans), np.int64, n),
+        np.fromiter((labels[s[2]] for s in spans), np.int64, n),
+    )
+
+
+def _first_per_group(sort_order: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Indices (into the unsorted arrays) of the first row of each group after sorting."""
+    grouped = group[sort_order]
+    is_first = np.ones(len(grouped), dtype=bool)
+    is_first[1:] = grouped[1:] != grouped[:-1]
+    return sort_order[is_first]
+
+
+def _match_by_components(
+    pred: Sequence[Span], gold: Sequence[Span], pi: list[int], gi: list[int], score: list[float]
+) -> dict[int, int]:
+    pred_edges: list[dict[int, float]] = [{} for _ in pred]
     gold_edges: list[dict[int, float]] = [{} for _ in gold]
-    for p, edges in enumerate(pred_edges):
-        for g, score in edges.items():
-            gold_edges[g][p] = score
+    for p, g, s in sorted(zip(pi, gi, score, strict=True), key=lambda e: (e[0], gold[e[1]][:2])):
+        pred_edges[p][g] = s
+        gold_edges[g][p] = s
     seen: set[int] = set()
     result: dict[int, int] = {}
     for p0 in range(len(pred)):

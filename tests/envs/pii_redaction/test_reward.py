@@ -1,0 +1,162 @@
+"""Each reward component in a constructed situation, and the shaping identity."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import integrity_gym
+from integrity_gym.core.seeding import make_rng
+from integrity_gym.envs.pii_redaction import reward as rw
+from integrity_gym.envs.pii_redaction.env import PiiRedactionEnv
+from integrity_gym.envs.pii_redaction.models import Document, Entity
+
+from .conftest import synthetic_document
+
+TEXT = "Write to ana.silva@example.org today. " + "Nothing else matters here. " * 40 + "Call 555-010-2030 now."
+EMAIL = (9, 30)
+PHONE = (TEXT.index("555"), TEXT.index("555") + 12)
+
+
+def doc() -> Document:
+    return Document(
+        id="constructed",
+        kind="contract",
+        text=TEXT,
+        entities=(
+            Entity(start=EMAIL[0], end=EMAIL[1], label="EMAIL", text=TEXT[EMAIL[0] : EMAIL[1]]),
+            Entity(start=PHONE[0], end=PHONE[1], label="PHONE", text=TEXT[PHONE[0] : PHONE[1]]),
+        ),
+    )
+
+
+def fresh(preset: str = "default") -> PiiRedactionEnv:
+    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v0", window_size=500, reward_preset=preset)
+    assert isinstance(env, PiiRedactionEnv)
+    env.reset(seed=0, options={"document": doc()})
+    return env
+
+
+def parts(result: object) -> dict[str, float]:
+    return {k: v for k, v in result.info["reward_breakdown"].items() if v and k != "shaping"}  # type: ignore[attr-defined]
+
+
+def test_tp_bonus_pays_half_the_iou_once_per_entity() -> None:
+    env = fresh()
+    assert parts(env.step(f"REDACT {EMAIL[0]} {EMAIL[1]} EMAIL")) == {"tp_bonus": pytest.approx(0.5)}
+    # A different sub-span of the same entity matches nothing new: no second bonus.
+    assert parts(env.step(f"REDACT {EMAIL[0] + 5} {EMAIL[1]} EMAIL")) == {}
+
+
+def test_tp_bonus_scales_with_iou() -> None:
+    env = fresh()
+    result = env.step(f"REDACT {EMAIL[0]} {EMAIL[1] - 3} EMAIL")  # IoU 18/21
+    assert parts(result) == {"tp_bonus": pytest.approx(0.5 * 18 / 21)}
+
+
+def test_fp_penalty_is_scaled_by_one_minus_best_iou() -> None:
+    env = fresh()
+    assert parts(env.step("REDACT 40 50 NAME")) == {"fp_penalty": pytest.approx(-0.2)}
+    result = env.step(f"REDACT {EMAIL[0]} {EMAIL[0] + 7} EMAIL")  # IoU 7/21 = 1/3, below 0.6
+    assert parts(result) == {"fp_penalty": pytest.approx(-0.2 * (1 - 1 / 3))}
+
+
+def test_duplicate_is_rejected_and_penalised_per_repeated_span() -> None:
+    env = fresh()
+    env.step("REDACT 40 60 NAME")
+    env.step("REDACT 41 60 NAME")  # IoU 0.95 with the first: rejected
+    result = env.step("REDACT 40 59 NAME")
+    assert parts(result) == {"duplicate_penalty": pytest.approx(-0.2)}
+    assert result.info["error"] and env.observation().redacted_spans == [(40, 60)]
+
+
+def test_invalid_actions_cost_one() -> None:
+    env = fresh()
+    for bad in ("REDACT 30 20 EMAIL", "REDACT 0 900 EMAIL", "DANCE", {"action_type": "REDACT", "start": 1}):
+        result = env.step(bad)
+        assert parts(result) == {"invalid_penalty": -1.0} and result.info["error"]
+
+
+def test_miss_penalty_counts_unredacted_entities_wholly_inside_the_window() -> None:
+    env = fresh()
+    assert parts(env.step("NEXT_CHUNK")) == {"miss_penalty": pytest.approx(-0.3)}  # the email
+
+
+def test_exploration_reward_needs_a_clean_window_that_moves() -> None:
+    env = fresh()
+    env.step(f"REDACT {EMAIL[0]} {EMAIL[1]} EMAIL")
+    assert parts(env.step("NEXT_CHUNK")) == {"exploration_reward": pytest.approx(0.02)}
+    while env.observation().progress_pct < 1.0:
+        env.step(f"REDACT {PHONE[0]} {PHONE[1]} PHONE") if env.observation().cursor_position + 500 >= PHONE[
+            1
+        ] else env.step("NEXT_CHUNK")
+    env.step(f"REDACT {PHONE[0]} {PHONE[1]} PHONE")
+    assert parts(env.step("NEXT_CHUNK")) == {}  # at the end: the window cannot move
+
+
+def test_skip_penalties() -> None:
+    env = fresh()
+    assert parts(env.step("SKIP")) == {"skip_miss_penalty": pytest.approx(-0.3)}
+    assert parts(env.step("SKIP")) == {
+        "skip_miss_penalty": pytest.approx(-0.3),
+        "skip_stagnation_penalty": pytest.approx(-0.05),
+    }
+    for _ in range(8):
+        result = env.step("SKIP")
+    assert parts(result)["skip_stagnation_penalty"] == pytest.approx(-0.25)  # capped at 5
+
+
+def test_finish_bonus_only_when_everything_is_matched() -> None:
+    env = fresh()
+    assert parts(env.step("FINISH")) == {}
+    env = fresh("reference")
+    env.step(f"REDACT {EMAIL[0]} {EMAIL[1]} EMAIL")
+    env.step(f"REDACT {PHONE[0]} {PHONE[1]} PHONE")  # the reference lets REDACT reach the whole document
+    assert parts(env.step("FINISH")) == {"finish_bonus": 1.0}
+
+
+def test_reference_preset_keeps_the_seed_formulas() -> None:
+    env = fresh("reference")
+    first = env.step(f"REDACT {EMAIL[0]} {EMAIL[1]} EMAIL")
+    second = env.step(f"REDACT {EMAIL[0] + 5} {EMAIL[1]} EMAIL")  # pays again under the reference
+    assert parts(first) == {"tp_bonus": pytest.approx(0.5)}
+    assert parts(second)["tp_bonus"] == pytest.approx(0.5 * 16 / 21)
+    assert parts(env.step("REDACT 40 50 NAME")) == {"fp_penalty": pytest.approx(-0.2)}
+    grade = env.grade()
+    assert grade.breakdown["utility"] == pytest.approx(1 - 31 / len(TEXT))  # every redacted character counts
+
+
+def test_utility_charges_only_non_pii_characters() -> None:
+    env = fresh()
+    env.step(f"REDACT {EMAIL[0]} {EMAIL[1]} EMAIL")
+    assert env.grade().breakdown["utility"] == 1.0
+    env.step("REDACT 40 50 NAME")
+    non_pii = len(TEXT) - 21 - 12
+    assert env.grade().breakdown["utility"] == pytest.approx(1 - 10 / non_pii)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_shaping_telescopes_to_the_grade(seed: int) -> None:
+    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v0", window_size=300)
+    obs = env.reset(seed=0, options={"document": synthetic_document(seed)})
+    rng = make_rng("shaping-test", seed)
+    oracle = random.Random(seed)
+    phi_initial = rw.potential(0.0, 0.0, 1.0)
+    shaping = 0.0
+    while not env.done:
+        if oracle.random() < 0.5:
+            action = PiiRedactionEnv.oracle_action(env.state())
+        else:
+            action = PiiRedactionEnv.sample_action(obs, rng)
+        result = env.step(action)
+        obs = result.observation
+        shaping += result.info["reward_breakdown"]["shaping"]
+    assert shaping == pytest.approx(env.grade().score - phi_initial, abs=1e-9)
+
+
+def test_potential_formula() -> None:
+    assert rw.potential(1.0, 1.0, 1.0) == 1.0
+    assert rw.f1_score(0, 0, 0) == 1.0
+    assert rw.f1_score(2, 4, 2) == pytest.approx(2 * 2 / 6)
+    assert rw.label_accuracy(0, 0, 3) == 0.0
