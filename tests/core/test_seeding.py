@@ -9,7 +9,10 @@ from integrity_gym.core.seeding import derive_seed, make_np_rng, make_rng, parti
 
 
 def test_derivation_is_the_same_in_another_process() -> None:
-    code = "from integrity_gym.core.seeding import derive_seed, partition_of; print(derive_seed('x', 1, 2), partition_of('doc-7'))"
+    code = (
+        "from integrity_gym.core.seeding import derive_seed, partition_of; "
+        "print(derive_seed('x', 1, 2), partition_of('doc-7'))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == [str(derive_seed("x", 1, 2)), partition_of("doc-7")]
 
