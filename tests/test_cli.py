@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import integrity_gym
+
+IGYM = [sys.executable, "-m", "integrity_gym"]
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*IGYM, *args], input=stdin, capture_output=True, text=True, timeout=300)
+
+
+def test_list_shows_every_task_with_threshold_and_step_limit() -> None:
+    out = run("list").stdout
+    for spec in integrity_gym.list_tasks():
+        assert spec.id in out
+    assert "0.90" in out and "40" in out
+
+
+def test_bench_writes_the_summary_contract(tmp_path: Path) -> None:
+    result = run(
+        "bench",
+        "--tasks",
+        "pii_redaction/*",
+        "--agent",
+        "oracle",
+        "--episodes",
+        "2",
+        "--seed",
+        "3",
+        "--out",
+        str(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    tasks = summary["tasks"]
+    assert set(tasks) == {s.id for s in integrity_gym.list_tasks("pii_redaction/*")}
+    for entry in tasks.values():
+        assert entry["episodes"] == 2
+        assert entry["mean_score"] == 1.0 and entry["success_rate"] == 1.0
+        assert isinstance(entry["mean_return"], float)
+    assert "gdpr_contract_easy" in result.stdout
+
+
+def test_bench_with_no_matching_task_fails_clearly(tmp_path: Path) -> None:
+    result = run("bench", "--tasks", "nothing/*", "--out", str(tmp_path))
+    assert result.returncode == 2 and "no task matches" in result.stdout
+
+
+def test_play_takes_typed_actions_and_shows_rewards_and_grade() -> None:
+    result = run("play", "pii_redaction/gdpr_contract_easy-v0", stdin="REDACT 0 4 NAME\nbogus\nNEXT_CHUNK\nFINISH\n")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "      0 | " in out  # the window is shown with absolute offsets
+    assert "rejected:" in out and "reward" in out
+    assert "grade" in out and "threshold 0.90" in out
+
+
+def test_play_an_unknown_task_is_a_clear_error() -> None:
+    result = run("play", "pii_redaction/nope-v0")
+    assert result.returncode == 2 and "unknown task" in result.stdout
