@@ -57,6 +57,9 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
     env_name: ClassVar[str]
     #: One paragraph shown by ``igym play``: the actions and how to type them.
     action_help: ClassVar[str] = "Type an action as a JSON object."
+    #: True when an unreadable action is the agent's final answer (recorded as malformed and
+    #: paid, ending the episode) rather than a rejected step; ``check_env`` allows for it.
+    malformed_action_ends_episode: ClassVar[bool] = False
     action_type: ClassVar[type[BaseModel]]
     observation_type: ClassVar[type[BaseModel]]
     state_type: ClassVar[type[BaseModel]]
