@@ -9,7 +9,8 @@ Emoji 2.042, SIL Open Font License 1.1; see ``data/glyphs/LICENSE-OFL.txt``) by
         /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
 
 Only categories with an emoji that depicts the object itself are used (no stand-ins such as a
-fire extinguisher for a fire hydrant), so a claim about a category is a claim about what is drawn.
+fire extinguisher for a fire hydrant, and no fork, whose emoji also shows a knife), so a claim
+about a category is a claim about what is drawn.
 """
 
 from __future__ import annotations
@@ -61,7 +62,6 @@ CATEGORY_EMOJI: dict[str, str] = {
     "bottle": "\U0001f37e",
     "wine glass": "\U0001f377",
     "cup": "\u2615",
-    "fork": "\U0001f374",
     "knife": "\U0001f52a",
     "spoon": "\U0001f944",
     "bowl": "\U0001f963",

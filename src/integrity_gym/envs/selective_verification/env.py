@@ -1,0 +1,408 @@
+"""The selective_verification environment: one claim, one calibrated answer (or abstention)."""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from integrity_gym.core.env import Env, InvalidActionError, validate_config
+from integrity_gym.core.registry import TaskSpec
+from integrity_gym.core.seeding import stable_id
+from integrity_gym.core.types import Grade, StepResult
+from integrity_gym.envs.selective_verification import grader
+from integrity_gym.envs.selective_verification.generator import (
+    DifficultyChoice,
+    GeneratedSource,
+    PartitionName,
+    label_rate_by_claim,
+    png_bytes,
+)
+from integrity_gym.envs.selective_verification.models import (
+    VERDICTS,
+    AnswerRecord,
+    Item,
+    ScoringRule,
+    Split,
+    VerificationAction,
+    VerificationObservation,
+    VerificationState,
+)
+from integrity_gym.envs.selective_verification.parsing import AnswerParseError, from_mapping, parse_answer
+from integrity_gym.envs.selective_verification.pope import PopeSource, data_url, image_png
+from integrity_gym.envs.selective_verification.prompts import system_prompt
+from integrity_gym.envs.selective_verification.reward import answer_reward, malformed_reward
+from integrity_gym.envs.selective_verification.scoring import (
+    DEFAULT_EPSILON,
+    check_abstain_reward,
+    default_abstain_reward,
+    q_star,
+)
+from integrity_gym.envs.selective_verification.textgen import TextSource
+
+#: Training items the blind (claim-text prior) baseline is fitted on.
+BLIND_FIT_ITEMS = 5000
+_RAW_LIMIT = 4000
+
+
+class VerificationConfig(BaseModel):
+    """Configuration of a selective_verification task (frozen; bad values raise ``ValueError``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    variant: Literal["image", "text"] = Field("image", description="Picture claims or text claims.")
+    split: Split = Field("balanced", description="Claim sampler (image variant).")
+    partition: PartitionName = Field("eval", description="train, eval or all (by SHA-256 of the image id).")
+    num_tasks: int = Field(100, ge=1, le=10_000_000, description="Items in the task (built lazily).")
+    seed: int = Field(0, ge=0, description="Dataset seed.")
+    scoring_rule: ScoringRule = Field("brier", description="brier or log.")
+    abstain_reward: float | None = Field(None, description="Flat ABSTAIN payoff; None picks the rule's default.")
+    epsilon: float = Field(DEFAULT_EPSILON, gt=0.0, lt=0.5, description="Clip of the log score.")
+    difficulty: DifficultyChoice = Field("mixed", description="Rendering difficulty, or mixed per picture.")
+    image_size: int = Field(192, ge=64, le=1024, description="Side of generated pictures in pixels.")
+    eval_fraction: float = Field(0.2, gt=0.0, lt=1.0, description="Share of pictures in the eval partition.")
+    source: Literal["generated", "pope"] = Field("generated", description="Generated scenes or POPE files.")
+    pope_questions: str | None = Field(None, description="POPE question file (source='pope').")
+    pope_images: str | None = Field(None, description="Folder of the POPE pictures (source='pope').")
+
+    @model_validator(mode="after")
+    def _resolve(self) -> VerificationConfig:
+        if self.abstain_reward is None:
+            object.__setattr__(self, "abstain_reward", default_abstain_reward(self.scoring_rule, self.epsilon))
+        else:
+            check_abstain_reward(self.scoring_rule, self.abstain_reward, self.epsilon)
+        if self.source == "pope" and (not self.pope_questions or not self.pope_images):
+            raise ValueError("source='pope' needs pope_questions (question file) and pope_images (folder)")
+        if self.source == "pope" and self.variant == "text":
+            raise ValueError("POPE data are pictures; use variant='image' with source='pope'")
+        return self
+
+    @property
+    def payoff(self) -> float:
+        """The resolved abstention payoff."""
+        assert self.abstain_reward is not None
+        return self.abstain_reward
+
+    @property
+    def threshold(self) -> float:
+        """q*: the belief above which answering beats abstaining."""
+        return q_star(self.scoring_rule, self.payoff, self.epsilon)
+
+
+Source = GeneratedSource | TextSource | PopeSource
+_source_lock = threading.Lock()
+
+
+@lru_cache(maxsize=64)
+def _source(config: VerificationConfig, partition: str) -> Source:
+    if config.source == "pope":
+        assert config.pope_questions and config.pope_images
+        return PopeSource(config.pope_questions, config.pope_images, partition, config.eval_fraction)
+    if config.variant == "text":
+        return TextSource(partition, config.seed, config.eval_fraction)  # type: ignore[arg-type]
+    return GeneratedSource(
+        config.split, partition, config.seed, config.difficulty, config.image_size, config.eval_fraction  # type: ignore[arg-type]
+    )
+
+
+def source_for(config: VerificationConfig, partition: str | None = None) -> Source:
+    """Return the (shared, lazily built) item source of ``config``."""
+    with _source_lock:
+        return _source(config, partition or config.partition)
+
+
+def _claim_label(source: Source, index: int) -> tuple[str, bool]:
+    if isinstance(source, GeneratedSource):
+        draft = source.draft(index)
+        return source_claim(draft.category), draft.label
+    item = source.item(index)
+    return item.claim, item.label
+
+
+def source_claim(category: str) -> str:
+    """Return the image claim about ``category`` (shared with the generator)."""
+    from integrity_gym.envs.selective_verification.generator import claim_text
+
+    return claim_text(category)
+
+
+@lru_cache(maxsize=64)
+def blind_prior(config: VerificationConfig) -> dict[str, float]:
+    """Return P(claim true | claim text), fitted on the train partition of ``config``'s data."""
+    with _source_lock:
+        source = _source(config, "train")
+    n = min(BLIND_FIT_ITEMS, len(source)) if isinstance(source, PopeSource) else BLIND_FIT_ITEMS
+    return label_rate_by_claim([_claim_label(source, i) for i in range(n)])
+
+
+def _item_id(source: Source, index: int) -> str:
+    if isinstance(source, GeneratedSource):
+        return source.draft(index).item_id
+    return source.item(index).item_id
+
+
+class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, VerificationState]):
+    """Judge one claim about a picture or passage with a verdict and a calibrated confidence."""
+
+    env_name = "selective_verification"
+    malformed_action_ends_episode = True
+    action_help = (
+        'Answer with JSON: {"verdict": "SUPPORTED" | "REFUTED" | "ABSTAIN", "confidence": 0.0-1.0}. '
+        "confidence is your probability that the verdict is correct (ignored for ABSTAIN). "
+        "Raw model text is accepted and repaired when it is nearly JSON; unreadable text pays 0."
+    )
+    action_type = VerificationAction
+    observation_type = VerificationObservation
+    state_type = VerificationState
+
+    # ------------------------------------------------------------------ configuration
+    def _configure(self, spec: TaskSpec, config: Mapping[str, Any]) -> None:
+        self.config: VerificationConfig = validate_config(VerificationConfig, config)
+        self._item: Item | None = None
+        self._answer: AnswerRecord | None = None
+        self._index = 0
+        self._seed: int | None = None
+        self._steps = 0
+        self._pending_raw: str | None = None
+        self._pending_repair = False
+        self._image_cache: tuple[str, str, int, int] | None = None
+
+    @property
+    def num_items(self) -> int:
+        """Items in this task (``num_tasks``, or fewer when a POPE file has fewer rows)."""
+        source = source_for(self.config)
+        if isinstance(source, PopeSource):
+            return min(self.config.num_tasks, len(source))
+        return self.config.num_tasks
+
+    # ------------------------------------------------------------------ episode
+    def _reset(
+        self, *, seed: int | None, scenario_id: str | int | None, options: dict[str, Any]
+    ) -> VerificationObservation:
+        if options:
+            raise ValueError(f"selective_verification takes no reset options, got {sorted(options)}")
+        self._seed = secrets.randbelow(2**31) if seed is None else seed
+        n = self.num_items
+        if scenario_id is None:
+            index = self._seed % n
+        elif isinstance(scenario_id, int) or (isinstance(scenario_id, str) and scenario_id.isdigit()):
+            index = int(scenario_id)
+            if not 0 <= index < n:
+                raise ValueError(f"scenario index {index} is out of range: this task has {n} items")
+        else:
+            source = source_for(self.config)
+            found = next((i for i in range(n) if _item_id(source, i) == scenario_id), None)
+            if found is None:
+                raise ValueError(f"unknown item id {scenario_id!r} among the {n} items of {self.spec.id}")
+            index = found
+        self._index = index
+        self._item = source_for(self.config).item(index)
+        self._answer = None
+        self._steps = 0
+        return self._observation()
+
+    def parse_action(self, action: Any) -> VerificationAction:
+        """Read a structured action, a mapping, or raw model text (repairing near-JSON)."""
+        self._pending_raw, self._pending_repair = None, False
+        if isinstance(action, VerificationAction):
+            return action
+        try:
+            if isinstance(action, str):
+                self._pending_raw = action[:_RAW_LIMIT]
+                parsed = parse_answer(action)
+            elif isinstance(action, BaseModel):
+                parsed = from_mapping(action.model_dump())
+            elif isinstance(action, Mapping):
+                parsed = from_mapping(dict(action))
+            else:
+                raise AnswerParseError(
+                    f"an answer must be a VerificationAction, a mapping or JSON text, not {type(action).__name__}"
+                )
+        except AnswerParseError as exc:
+            raise InvalidActionError(str(exc)) from exc
+        self._pending_repair = parsed.needed_repair
+        confidence = None if parsed.verdict == "ABSTAIN" else parsed.confidence
+        return VerificationAction.model_validate({"verdict": parsed.verdict, "confidence": confidence})
+
+    def _finish(self, record: AnswerRecord) -> StepResult[VerificationObservation]:
+        self._answer = record
+        self._steps += 1
+        info = {
+            "reward_breakdown": dict(record.reward_breakdown),
+            "error": record.error,
+            "malformed": record.malformed,
+            "needed_repair": record.needed_repair,
+        }
+        return StepResult(observation=self._observation(), reward=record.reward, done=True, info=info)
+
+    def _step(self, action: VerificationAction) -> StepResult[VerificationObservation]:
+        item = self._require_item()
+        if action.verdict != "ABSTAIN" and action.confidence is None:
+            return self._reject(action, f"a {action.verdict} verdict needs a confidence in [0, 1]")
+        breakdown = answer_reward(
+            action.verdict, action.confidence, item.label,
+            rule=self.config.scoring_rule, abstain_reward=self.config.payoff, epsilon=self.config.epsilon,
+        )
+        record = AnswerRecord(
+            raw=self._pending_raw,
+            verdict=action.verdict,
+            confidence=None if action.verdict == "ABSTAIN" else action.confidence,
+            malformed=False,
+            needed_repair=self._pending_repair,
+            error=None,
+            reward=sum(breakdown.values()),
+            reward_breakdown=breakdown,
+        )
+        return self._finish(record)
+
+    def _reject(self, raw: Any, message: str) -> StepResult[VerificationObservation]:
+        # An unreadable answer is the agent's answer: recorded as malformed, paid 0, episode over.
+        if isinstance(raw, str):
+            text: str | None = raw[:_RAW_LIMIT]
+        else:
+            try:
+                text = json.dumps(raw.model_dump() if isinstance(raw, BaseModel) else raw, default=repr)[:_RAW_LIMIT]
+            except (TypeError, ValueError):
+                text = repr(raw)[:_RAW_LIMIT]
+        record = AnswerRecord(
+            raw=text, verdict=None, confidence=None, malformed=True, needed_repair=False,
+            error=f"malformed answer (pays 0): {message}", reward=0.0, reward_breakdown=malformed_reward(),
+        )
+        return self._finish(record)
+
+    def _is_done(self) -> bool:
+        return self._answer is not None
+
+    def _require_item(self) -> Item:
+        if self._item is None:
+            raise RuntimeError("no item loaded; call reset()")
+        return self._item
+
+    def _image(self, item: Item) -> tuple[str, int, int]:
+        if self._image_cache and self._image_cache[0] == item.item_id:
+            return self._image_cache[1:]
+        if item.scene is not None:
+            png, width, height = png_bytes(item), item.scene.width, item.scene.height
+        elif item.image_path is not None:
+            png, width, height = image_png(item.image_path)
+        else:
+            raise ValueError(f"image item {item.item_id} has neither a scene nor an image file")
+        self._image_cache = (item.item_id, data_url(png), width, height)
+        return self._image_cache[1:]
+
+    def _observation(self) -> VerificationObservation:
+        item = self._require_item()
+        cfg = self.config
+        url, width, height = self._image(item) if item.modality == "image" else (None, None, None)
+        return VerificationObservation(
+            task_id=self.spec.id,
+            done=self._is_done(),
+            item_id=item.item_id,
+            modality=item.modality,
+            claim=item.claim,
+            image=url,
+            image_width=width,
+            image_height=height,
+            passage=item.passage,
+            system_prompt=system_prompt(item.modality, cfg.scoring_rule, cfg.payoff, cfg.threshold, cfg.epsilon),
+            scoring_rule=cfg.scoring_rule,
+            abstain_reward=cfg.payoff,
+            threshold=cfg.threshold,
+            epsilon=cfg.epsilon,
+        )
+
+    def render(self) -> str:
+        """Show the claim, where the picture was saved (or the passage) and the scoring rule."""
+        obs = self.observation()
+        item = self._require_item()
+        lines = [obs.system_prompt, "", f"Claim: {obs.claim}"]
+        if obs.modality == "image":
+            png = png_bytes(item) if item.scene is not None else image_png(item.image_path or "")[0]
+            path = Path(tempfile.gettempdir()) / f"igym-{item.item_id}.png"
+            path.write_bytes(png)
+            lines.append(f"Picture ({obs.image_width}x{obs.image_height}): {path}")
+        else:
+            lines += ["", obs.passage or ""]
+        if self._answer is not None:
+            lines.append(f"Answered: {self._answer.verdict or 'malformed'} -> reward {self._answer.reward:.4f}")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ state
+    def _state(self) -> VerificationState:
+        item = self._require_item()
+        return VerificationState(
+            task_id=self.spec.id,
+            seed=self._seed,
+            episode_id=stable_id(self.spec.id, item.item_id, self._seed),
+            step_count=self._steps,
+            done=self._is_done(),
+            config=self.config.model_dump(),
+            index=self._index,
+            item=item,
+            answer=self._answer,
+        )
+
+    def _load_state(self, state: VerificationState) -> None:
+        self.config = validate_config(VerificationConfig, state.config)
+        self._seed, self._index, self._item = state.seed, state.index, state.item
+        self._answer, self._steps = state.answer, state.step_count
+        self._image_cache = None
+
+    def _grade(self) -> Grade:
+        item = self._require_item()
+        cfg = self.config
+        return grader.grade_answer(
+            item,
+            self._answer,
+            rule=cfg.scoring_rule,
+            abstain_reward=cfg.payoff,
+            epsilon=cfg.epsilon,
+            q_star=cfg.threshold,
+            success_threshold=self.spec.success_threshold,
+            blind_p=blind_prior(cfg).get(item.claim, 0.5),
+        )
+
+    # ------------------------------------------------------------------ agent hooks
+    @classmethod
+    def sample_action(cls, observation: VerificationObservation, rng: random.Random) -> VerificationAction:
+        """Return a uniformly random verdict with a uniformly random confidence."""
+        verdict = rng.choice(VERDICTS)
+        confidence = None if verdict == "ABSTAIN" else round(rng.random(), 3)
+        return VerificationAction.model_validate({"verdict": verdict, "confidence": confidence})
+
+    @classmethod
+    def oracle_action(cls, state: VerificationState) -> VerificationAction:
+        """Return the true verdict with confidence 1."""
+        return VerificationAction(verdict="SUPPORTED" if state.item.label else "REFUTED", confidence=1.0)
+
+    @classmethod
+    def noop_action(cls, observation: VerificationObservation) -> VerificationAction:
+        """Return ABSTAIN."""
+        return VerificationAction(verdict="ABSTAIN")
+
+    @classmethod
+    def counterfactual(cls, state: VerificationState, rng: random.Random) -> VerificationState:
+        """Flip the label and alter every annotation that is not drawn (scene type, visibility)."""
+        item = state.item
+        update: dict[str, Any] = {"label": not item.label}
+        if item.true_probability is not None:
+            update["true_probability"] = 1.0 - item.true_probability
+        if item.scene is not None:
+            objects = tuple(
+                o.model_copy(update={"visible_fraction": round(rng.random(), 4)}) for o in item.scene.objects
+            )
+            update["scene"] = item.scene.model_copy(update={"scene_type": "counterfactual", "objects": objects})
+        return state.model_copy(update={"item": item.model_copy(update=update)})
+
+    @classmethod
+    def summarize(cls, grades: Sequence[Grade]) -> dict[str, float | None]:
+        """Return accuracy, coverage, ECE, Brier, AURC, E-AURC, smooth ECE, rewards and the blind baseline."""
+        return grader.summarize(grades)
