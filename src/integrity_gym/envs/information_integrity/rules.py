@@ -37,6 +37,7 @@ from integrity_gym.envs.information_integrity.models import (
 
 STALE_AFTER_DAYS = 3 * 365
 TRUSTED_RELIABILITY = 0.75
+CREDIBLE_RELIABILITY = 0.5
 LEAN = 0.5
 
 Evidence = Literal["supported", "refuted", "contested", "inconclusive"]
@@ -174,6 +175,8 @@ def _decisive_sources(assessment: ClaimAssessment, scenario: Scenario) -> list[S
         return [s for s in sided if s.stance == "supports"]
     if assessment.status == "contested":
         return [s for s in sided if s.reliability >= TRUSTED_RELIABILITY]
+    if assessment.status == "misleading":
+        return [s for s in sided if s.reliability >= CREDIBLE_RELIABILITY]
     return sided
 
 
@@ -181,7 +184,9 @@ def gold_evidence(scenario: Scenario) -> GoldEvidence:
     """The decisive claims and sources of ``scenario`` and the statements a full explanation makes.
 
     Decisive claims are those whose own decision equals the label; decisive sources are the usable
-    sources about them whose stance points the same way as the claim's status. The topic's harm
+    sources about them whose stance points the same way as the claim's status (for a contested
+    claim the trusted sources on both sides, for a misleading one the credible sources on either
+    side, for an unsupported one every source that takes a side). The topic's harm
     is part of the explanation whenever it changed the outcome (a false or unsupported claim).
     """
     agg = aggregate(scenario)
