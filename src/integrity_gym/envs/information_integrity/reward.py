@@ -86,13 +86,15 @@ def _round(value: float) -> float:
 
 
 def decision_reward(config: RewardConfig, decision: Decision, label: Decision) -> dict[str, float]:
-    """Decision components: correct, partial (one tier off), over-aggression."""
+    """Decision components: decision_correct, decision_partial (one tier off), over_aggression."""
     out: dict[str, float] = {}
     distance = abs(DECISIONS.index(decision) - DECISIONS.index(label))
+    # Component names differ from the config keys: "correct_decision" is a key the contract
+    # suite treats as ground truth on the wire, and the breakdown travels in step info.
     if distance == 0:
-        out["correct_decision"] = config.correct_decision
+        out["decision_correct"] = config.correct_decision
     elif distance == 1:
-        out["partial_decision"] = config.partial_decision
+        out["decision_partial"] = config.partial_decision
     if decision == "remove" and label != "remove":
         out["over_aggression"] = config.over_aggression
     return out
