@@ -13,13 +13,14 @@ import importlib
 import re
 from collections.abc import Iterable
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from pydantic import Field, computed_field, field_validator
 
 from integrity_gym.core.types import WireModel
 
 if TYPE_CHECKING:
+    from integrity_gym.client.client import RemoteEnv
     from integrity_gym.core.env import Env
 
 ENTRY_POINT_GROUP = "integrity_gym.tasks"
@@ -137,7 +138,20 @@ def list_tasks(pattern: str = "*") -> list[TaskSpec]:
     return default_registry().select(pattern)
 
 
-def make(task_id: str, **config: Any) -> Env[Any, Any, Any]:
-    """Build the environment of ``task_id`` with ``config`` overriding the task's defaults."""
+@overload
+def make(task_id: str, *, url: None = None, **config: Any) -> Env[Any, Any, Any]: ...
+@overload
+def make(task_id: str, *, url: str, **config: Any) -> RemoteEnv: ...
+def make(task_id: str, *, url: str | None = None, **config: Any) -> Env[Any, Any, Any] | RemoteEnv:
+    """Build the environment of ``task_id`` with ``config`` overriding the task's defaults.
+
+    With ``url`` (a running ``igym serve``), return a ``RemoteEnv`` client with the same
+    interface instead; ``config`` then takes the client's options (``transport="ws"|"http"``,
+    ``admin_token``, ``timeout``).
+    """
     spec = get_spec(task_id)
+    if url is not None:
+        from integrity_gym.client.client import RemoteEnv
+
+        return RemoteEnv(url, spec.id, spec=spec, **config)
     return spec.env_class()(spec, **config)

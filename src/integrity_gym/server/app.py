@@ -13,6 +13,7 @@ as soon as its tasks are registered.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import inspect
 import logging
 import os
@@ -71,13 +72,33 @@ class ServerConfig(BaseModel):
     admin_token: str | None = Field(
         default=None, description="Token that unlocks full state (ground truth); None disables it."
     )
+    tasks: str = Field(
+        default="*", description="Glob (comma-separated globs allowed) over registered task ids to serve."
+    )
+    extra_tasks: tuple[str, ...] = Field(
+        default=(),
+        description="Unregistered tasks to serve too, as 'module:ATTR' naming a TaskSpec or a sequence of them.",
+    )
+
+    def task_specs(self) -> list[TaskSpec]:
+        """The registered tasks matching ``tasks`` plus the ``extra_tasks``."""
+        specs = list_tasks(self.tasks)
+        for ref in self.extra_tasks:
+            module_name, _, attr = ref.partition(":")
+            try:
+                loaded = getattr(importlib.import_module(module_name), attr)
+            except (ImportError, AttributeError) as exc:
+                raise ValueError(f"extra task {ref!r} cannot be loaded: {exc}") from exc
+            specs.extend([loaded] if isinstance(loaded, TaskSpec) else list(loaded))
+        return specs
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ServerConfig:
         """Read settings from the ``IGYM_*`` variables (how uvicorn workers get them).
 
         Variables: ``IGYM_SESSIONS``, ``IGYM_MAX_SESSIONS``, ``IGYM_SESSION_TTL``,
-        ``IGYM_REAP_INTERVAL``, ``IGYM_MAX_BODY_BYTES`` and ``IGYM_ADMIN_TOKEN``.
+        ``IGYM_REAP_INTERVAL``, ``IGYM_MAX_BODY_BYTES``, ``IGYM_TASKS``, ``IGYM_EXTRA_TASKS``
+        (comma-separated) and ``IGYM_ADMIN_TOKEN``.
         """
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {"admin_token": env.get("IGYM_ADMIN_TOKEN") or None}
@@ -87,9 +108,12 @@ class ServerConfig(BaseModel):
             ("session_ttl_s", "IGYM_SESSION_TTL"),
             ("reap_interval_s", "IGYM_REAP_INTERVAL"),
             ("max_body_bytes", "IGYM_MAX_BODY_BYTES"),
+            ("tasks", "IGYM_TASKS"),
         ):
             if env.get(name):
                 values[key] = env[name]
+        if env.get("IGYM_EXTRA_TASKS"):
+            values["extra_tasks"] = tuple(p.strip() for p in env["IGYM_EXTRA_TASKS"].split(",") if p.strip())
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
@@ -235,9 +259,9 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
     from integrity_gym.server.ws import add_ws_route
 
     config = config or ServerConfig(admin_token=admin_token_from_env())
-    specs = list(tasks) if tasks is not None else list_tasks()
+    specs = list(tasks) if tasks is not None else config.task_specs()
     if not specs:
-        raise ValueError("no tasks to serve: none are registered")
+        raise ValueError(f"no tasks to serve: none registered matches {config.tasks!r}")
     by_id = {s.id: s for s in specs}
 
     def env_factory(task_id: str) -> AnyEnv:
@@ -355,6 +379,8 @@ def serve(
             "IGYM_MAX_SESSIONS": str(config.max_sessions),
             "IGYM_SESSION_TTL": str(config.session_ttl_s),
             "IGYM_MAX_BODY_BYTES": str(config.max_body_bytes),
+            "IGYM_TASKS": config.tasks,
+            "IGYM_EXTRA_TASKS": ",".join(config.extra_tasks),
         }
     )
     if config.reap_interval_s is not None:

@@ -29,8 +29,10 @@ class StepRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     session_id: str = Field(max_length=128, description="Id returned by POST /reset.")
-    action: dict[str, Any] | str = Field(
-        description="The action: a JSON object of this environment's action schema (or that object as a JSON string)."
+    action: Any = Field(
+        description="The action: a JSON object of this environment's action schema (or that object as a JSON "
+        "string). The environment judges it exactly as in-process: a malformed action is a step whose "
+        "info['error'] says what was wrong."
     )
 
 

@@ -167,11 +167,11 @@ def _handle(text: str, session: Session, service: EnvService, admin: bool) -> st
 
 
 def _step(message: dict[str, Any], session: Session) -> str:
-    data = message.get("data")
-    if not isinstance(data, dict):
-        got = "nothing" if data is None else type(data).__name__
-        return _error("VALIDATION_ERROR", f"'step' needs 'data': the action as a JSON object, got {got}")
-    result = session.env.step(data)
+    if "data" not in message:
+        return _error("VALIDATION_ERROR", "'step' needs 'data': the action, as a JSON object")
+    # Whatever the action is, the environment judges it exactly as in-process: a malformed one
+    # comes back as a step with info['error'], never as a protocol error.
+    result = session.env.step(message["data"])
     return (
         f'{{"type":"observation","data":{{"observation":{result.observation.model_dump_json()},'
         f'"reward":{json.dumps(result.reward)},"done":{"true" if result.done else "false"},'

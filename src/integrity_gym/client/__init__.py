@@ -1,0 +1,20 @@
+"""Clients for a running integrity-gym server, with the interface of an in-process environment."""
+
+from integrity_gym.client.client import AsyncRemoteEnv, RemoteEnv
+from integrity_gym.client.protocol import (
+    AdminTokenError,
+    RemoteError,
+    RemoteValidationError,
+    ServerCapacityError,
+    SessionLostError,
+)
+
+__all__ = [
+    "AdminTokenError",
+    "AsyncRemoteEnv",
+    "RemoteEnv",
+    "RemoteError",
+    "RemoteValidationError",
+    "ServerCapacityError",
+    "SessionLostError",
+]

@@ -1,0 +1,47 @@
+"""``python -m integrity_gym.server``: run the server (the same options as ``igym serve``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from integrity_gym.server.app import ServerConfig, serve
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the options and serve until interrupted."""
+    parser = argparse.ArgumentParser(prog="python -m integrity_gym.server", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1", help="Address to bind (default 127.0.0.1).")
+    parser.add_argument("--port", type=int, default=8000, help="Port (0 picks a free one).")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="Worker processes (more than 1 needs --sessions redis://)."
+    )
+    parser.add_argument("--sessions", default=None, help="'memory' (default) or redis://host:port/db.")
+    parser.add_argument("--max-sessions", type=int, default=None, help="Most open sessions (default 1024).")
+    parser.add_argument(
+        "--session-ttl", type=float, default=None, help="Idle seconds before a session is reaped (default 600)."
+    )
+    parser.add_argument("--tasks", default=None, help="Glob over task ids to serve (default: all).")
+    parser.add_argument(
+        "--extra-tasks", default=None, help="Comma-separated 'module:ATTR' of unregistered TaskSpecs to serve too."
+    )
+    parser.add_argument("--log-level", default="info", help="uvicorn log level.")
+    args = parser.parse_args(argv)
+    base = ServerConfig.from_env()
+    updates = {
+        k: v
+        for k, v in {
+            "sessions": args.sessions,
+            "max_sessions": args.max_sessions,
+            "session_ttl_s": args.session_ttl,
+            "tasks": args.tasks,
+        }.items()
+        if v is not None
+    }
+    if args.extra_tasks:
+        updates["extra_tasks"] = tuple(p.strip() for p in args.extra_tasks.split(",") if p.strip())
+    config = ServerConfig.model_validate({**base.model_dump(), **updates})
+    serve(host=args.host, port=args.port, workers=args.workers, config=config, log_level=args.log_level)
+
+
+if __name__ == "__main__":
+    main()
