@@ -1,0 +1,275 @@
+"""The ``llm`` agent: any OpenAI-compatible chat endpoint plays any environment.
+
+Settings come from the environment variables the reference documents name (``API_BASE_URL``,
+``MODEL_NAME``, ``HF_TOKEN`` or ``OPENAI_API_KEY``, ``TEMPERATURE``, ``OPENAI_SEED``,
+``REQUEST_TIMEOUT_S``, ``INFERENCE_MAX_STEPS``; retries with ``OPENAI_MAX_RETRIES``, and
+``LLM_MAX_TOKENS``, ``LLM_RESPONSE_FORMAT``, ``LLM_IMAGES`` for the rest). Each step sends the
+environment's prompt (``agents/prompts``) and asks for a schema-constrained JSON action through
+``response_format``; an endpoint that refuses the schema is asked for plain JSON, then for plain
+text, and the reply is parsed with repair. A reply that still is not an action is handed to the
+environment as it is, so the environment rejects it with its usual penalty: a malformed reply is
+a recorded, penalised step, never a crash. Tokens and latency of every call are recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from integrity_gym.agents.prompts import ActionReadError, PromptAdapter, get_adapter
+from integrity_gym.agents.prompts.repair import ReplyParseError, lower_keys, parse_reply
+from integrity_gym.core.env import describe_validation_error
+
+ResponseFormat = Literal["auto", "json_schema", "json_object", "none"]
+_FORMAT_LADDER: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "none")
+_RAW_LIMIT = 4000
+DEFAULT_BASE_URL = "https://router.huggingface.co/v1"
+DEFAULT_MODEL = "Qwen/Qwen2.5-72B-Instruct"
+
+
+class LLMCallError(RuntimeError):
+    """The endpoint could not be used (after retries); the episode fails with this message."""
+
+
+class LLMSettings(BaseModel):
+    """Resolved settings of the ``llm`` agent. The API key is never written out."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    api_base_url: str = Field(DEFAULT_BASE_URL, description="OpenAI-compatible base URL (API_BASE_URL).")
+    model_name: str = Field(DEFAULT_MODEL, description="Model to ask (MODEL_NAME).")
+    api_key: str | None = Field(None, repr=False, description="HF_TOKEN or OPENAI_API_KEY; never logged.")
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature (TEMPERATURE).")
+    seed: int | None = Field(42, description="Sampling seed sent to the endpoint (OPENAI_SEED).")
+    timeout_s: float = Field(30.0, gt=0, description="Seconds per request (REQUEST_TIMEOUT_S).")
+    retries: int = Field(2, ge=0, le=10, description="Retries of a transient failure (OPENAI_MAX_RETRIES).")
+    max_tokens: int = Field(512, ge=16, description="Reply token limit per step (LLM_MAX_TOKENS).")
+    max_steps: int | None = Field(None, ge=1, description="Step cap per episode (INFERENCE_MAX_STEPS).")
+    response_format: ResponseFormat = Field("auto", description="Structured output mode (LLM_RESPONSE_FORMAT).")
+    images: bool = Field(True, description="Send pictures to the model (LLM_IMAGES=0 to never send them).")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> LLMSettings:
+        """Read the settings from environment variables; ``overrides`` win over them."""
+        env = os.environ if environ is None else environ
+
+        def get(name: str) -> str | None:
+            value = env.get(name)
+            return value.strip() if value and value.strip() else None
+
+        values: dict[str, Any] = {}
+        for field, name in (
+            ("api_base_url", "API_BASE_URL"),
+            ("model_name", "MODEL_NAME"),
+            ("temperature", "TEMPERATURE"),
+            ("seed", "OPENAI_SEED"),
+            ("timeout_s", "REQUEST_TIMEOUT_S"),
+            ("retries", "OPENAI_MAX_RETRIES"),
+            ("max_tokens", "LLM_MAX_TOKENS"),
+            ("max_steps", "INFERENCE_MAX_STEPS"),
+            ("response_format", "LLM_RESPONSE_FORMAT"),
+        ):
+            if (value := get(name)) is not None:
+                values[field] = value
+        if (images := get("LLM_IMAGES")) is not None:
+            values["images"] = images.lower() not in {"0", "false", "no", "off"}
+        if get("RETRY_ON_TRANSIENT_ERRORS") in {"0", "false", "no"} and "retries" not in values:
+            values["retries"] = 0
+        values["api_key"] = get("HF_TOKEN") or get("OPENAI_API_KEY")
+        values.update(overrides)
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise ValueError(f"invalid llm agent settings: {describe_validation_error(exc)}") from exc
+
+    def public(self) -> dict[str, Any]:
+        """The settings without the key (what run records and logs keep)."""
+        return self.model_dump(exclude={"api_key"})
+
+    def as_env_vars(self) -> dict[str, str]:
+        """Environment variables that reproduce these settings (the key excluded)."""
+        out = {
+            "API_BASE_URL": self.api_base_url,
+            "MODEL_NAME": self.model_name,
+            "TEMPERATURE": repr(self.temperature),
+            "REQUEST_TIMEOUT_S": repr(self.timeout_s),
+            "OPENAI_MAX_RETRIES": str(self.retries),
+            "LLM_MAX_TOKENS": str(self.max_tokens),
+            "LLM_RESPONSE_FORMAT": self.response_format,
+            "LLM_IMAGES": "1" if self.images else "0",
+        }
+        if self.seed is not None:
+            out["OPENAI_SEED"] = str(self.seed)
+        if self.max_steps is not None:
+            out["INFERENCE_MAX_STEPS"] = str(self.max_steps)
+        return out
+
+
+def make_client(settings: LLMSettings) -> Any:
+    """An ``openai.OpenAI`` client for ``settings`` (our own retry loop replaces the SDK's)."""
+    try:
+        from openai import OpenAI
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError("the llm agent needs the openai package: pip install 'integrity-gym[llm]'") from exc
+    return OpenAI(
+        base_url=settings.api_base_url,
+        api_key=settings.api_key or "no-key",
+        timeout=settings.timeout_s,
+        max_retries=0,
+    )
+
+
+def _is_image_refusal(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "image" in text and ("not support" in text or "mmproj" in text or "vision" in text)
+
+
+def _is_format_refusal(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return any(w in text for w in ("response_format", "json_schema", "json schema", "grammar", "structured"))
+
+
+class LLMAgent:
+    """Plays any environment through an OpenAI-compatible chat endpoint.
+
+    ``act`` returns an action mapping (or the raw reply when it is not an action);
+    ``pop_step_record`` hands the runner what the last call cost and how its reply was read.
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        seed: int = 0,
+        *,
+        settings: LLMSettings | None = None,
+        client: Any = None,
+        adapter: PromptAdapter | None = None,
+    ) -> None:
+        self.spec = env.spec
+        self.settings = settings or LLMSettings.from_env()
+        self.adapter = adapter or get_adapter(self.spec)
+        self._client = client or make_client(self.settings)
+        mode = self.settings.response_format
+        self._format: ResponseFormat = "json_schema" if mode == "auto" else mode
+        self._images = self.settings.images
+        self._feedback: str | None = None
+        self._record: dict[str, Any] | None = None
+        self.seed = seed
+
+    # ------------------------------------------------------------------ agent protocol
+    def act(self, observation: Any) -> Any:
+        """Ask the model for the next action of ``observation``."""
+        system = self.adapter.system(self.spec, observation)
+        user = self.adapter.user(observation, self._feedback)
+        if not self._images and not isinstance(user, str):
+            user = self.adapter.text_only(observation) or _text_of(user)
+        started = time.perf_counter()
+        text, usage, attempts = self._complete(system, user, observation)
+        latency = time.perf_counter() - started
+        action, parse, error = self._read(text, observation)
+        self._record = {
+            "raw": text[:_RAW_LIMIT],
+            "parse": parse,
+            "parse_error": error,
+            "prompt_tokens": usage.get("prompt_tokens"),
+            "completion_tokens": usage.get("completion_tokens"),
+            "latency_s": round(latency, 4),
+            "attempts": attempts,
+            "response_format": self._format,
+            "images": self._images,
+        }
+        return action
+
+    def observe(self, result: Any) -> None:
+        """Keep the environment's rejection message to show the model on the next step."""
+        info = getattr(result, "info", None) or {}
+        error = info.get("error")
+        self._feedback = str(error)[:300] if error else None
+
+    def pop_step_record(self) -> dict[str, Any] | None:
+        """What the last ``act`` cost (tokens, latency, attempts) and how its reply was read."""
+        record, self._record = self._record, None
+        return record
+
+    # ------------------------------------------------------------------ reading replies
+    def _read(self, text: str, observation: Any) -> tuple[Any, str, str | None]:
+        """Return (action, 'ok'|'repaired'|'malformed', error)."""
+        try:
+            data, repaired = parse_reply(text)
+            action = self.adapter.to_action(lower_keys(data), observation)
+        except (ReplyParseError, ActionReadError) as exc:
+            # Hand the raw reply to the environment: it rejects it with its own message and penalty.
+            return text, "malformed", str(exc)
+        if getattr(self.adapter, "send_raw", False):
+            return text, "repaired" if repaired else "ok", None
+        return action, "repaired" if repaired else "ok", None
+
+    # ------------------------------------------------------------------ calling the endpoint
+    def _complete(self, system: str, user: Any, observation: Any) -> tuple[str, dict[str, int], int]:
+        from openai import APIConnectionError, APIStatusError, APITimeoutError
+
+        attempts = 0
+        failures = 0
+        while True:
+            attempts += 1
+            kwargs = self._request(system, user, observation)
+            try:
+                response = self._client.chat.completions.create(**kwargs)
+            except (APITimeoutError, APIConnectionError) as exc:
+                failures += 1
+                if failures > self.settings.retries:
+                    raise LLMCallError(f"{self.settings.api_base_url}: {type(exc).__name__}: {exc}") from exc
+                time.sleep(min(8.0, 0.5 * 2 ** (failures - 1)))
+                continue
+            except APIStatusError as exc:
+                if not isinstance(user, str) and _is_image_refusal(exc):
+                    self._images = False
+                    user = self.adapter.text_only(observation) or _text_of(user)
+                    continue
+                if exc.status_code in (400, 422) and self._format != "none" and _is_format_refusal(exc):
+                    self._format = _FORMAT_LADDER[_FORMAT_LADDER.index(self._format) + 1]
+                    continue
+                if exc.status_code in (408, 409, 429) or exc.status_code >= 500:
+                    failures += 1
+                    if failures <= self.settings.retries:
+                        time.sleep(min(8.0, 0.5 * 2 ** (failures - 1)))
+                        continue
+                raise LLMCallError(f"{self.settings.api_base_url} answered {exc.status_code}: {exc}") from exc
+            choice = response.choices[0] if response.choices else None
+            text = (choice.message.content if choice and choice.message else None) or ""
+            usage = response.usage
+            counts = {}
+            if usage is not None:
+                counts = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
+            return text, counts, attempts
+
+    def _request(self, system: str, user: Any, observation: Any) -> dict[str, Any]:
+        s = self.settings
+        kwargs: dict[str, Any] = {
+            "model": s.model_name,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            "temperature": s.temperature,
+            "max_tokens": s.max_tokens,
+            "timeout": s.timeout_s,
+        }
+        if s.seed is not None:
+            kwargs["seed"] = s.seed
+        if self._format == "json_schema":
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "action", "strict": True, "schema": self.adapter.schema(observation)},
+            }
+        elif self._format == "json_object":
+            kwargs["response_format"] = {"type": "json_object"}
+        return kwargs
+
+
+def _text_of(content: Any) -> str:
+    """The text parts of OpenAI content parts, joined."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
