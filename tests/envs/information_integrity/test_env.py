@@ -1,0 +1,250 @@
+"""The environment: reset modes, hidden facts, rejections, flags, state, text actions, graders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+import integrity_gym
+from integrity_gym.core import EpisodeFinishedError, check_env
+from integrity_gym.envs.information_integrity.data import load_gold
+from integrity_gym.envs.information_integrity.env import InformationIntegrityEnv
+from integrity_gym.envs.information_integrity.grader import Grader, GraderFactory
+
+HARD = "information_integrity/hard-v0"
+
+
+def make(task: str = HARD, **config: Any) -> InformationIntegrityEnv:
+    env = integrity_gym.make(task, **config)
+    assert isinstance(env, InformationIntegrityEnv)
+    return env
+
+
+@pytest.mark.parametrize("config", [{"source": "gold"}, {"reward_preset": "reference"}, {"partition": "train"}])
+def test_check_env_passes_in_other_configurations(config: dict[str, Any]) -> None:
+    check_env(make(**config))
+
+
+def test_reset_by_index_by_id_by_generated_id_and_by_difficulty() -> None:
+    env = make()
+    assert env.reset(scenario_id=2).content == load_gold("hard")[2].content
+    assert env.reset(scenario_id="easy_003").task_difficulty == "easy"
+    obs = env.reset(scenario_id="gen_medium_train_5")
+    assert obs.task_difficulty == "medium" and env.state().scenario.id == "gen_medium_train_5"
+    assert env.reset(seed=1, options={"difficulty": "easy"}).task_difficulty == "easy"
+    assert env.reset(seed=1, options={"source": "gold"}).content in {s.content for s in load_gold("easy")}
+
+
+def test_reset_by_task_switches_tier() -> None:
+    env = make("information_integrity/easy-v0")
+    assert env.reset(seed=0, task=HARD).task_difficulty == "hard"
+
+
+def test_train_and_eval_partitions_use_disjoint_topic_families() -> None:
+    env = make()
+    families = {
+        part: {(env.reset(seed=s, options={"partition": part}), env.state().scenario.family)[1] for s in range(30)}
+        for part in ("train", "eval")
+    }
+    assert families["train"] and families["eval"] and not families["train"] & families["eval"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"scenario_id": 99}, "scenario_id"),
+        ({"scenario_id": "no_such"}, "scenario_id"),
+        ({"options": {"colour": "red"}}, "colour"),
+        ({"options": {"partition": "test"}}, "partition"),
+    ],
+)
+def test_bad_reset_arguments_raise_a_value_error_naming_the_field(kwargs: dict[str, Any], field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        make().reset(seed=0, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        ({"colour": "red"}, "colour"),
+        ({"min_sources_checked": -1}, "min_sources_checked"),
+        ({"grader": "nope"}, "grader"),
+        ({"reward_preset": "nope"}, "reward_preset"),
+        ({"source": "web"}, "source"),
+    ],
+)
+def test_bad_config_raises_a_value_error_naming_the_field(config: dict[str, Any], field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        make(**config)
+
+
+def scenario_json() -> dict[str, Any]:
+    return load_gold("medium")[3].model_dump(mode="json") | {"origin": "user", "id": "mine_1"}
+
+
+def test_user_scenario_file_is_validated_and_its_label_derived(tmp_path: Path) -> None:
+    data = scenario_json()
+    data.pop("label")
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(data))
+    env = make()
+    obs = env.reset(options={"scenario_file": str(path)})
+    assert obs.content == data["content"] and env.state().scenario.label == "flag"
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda d: d["sources"][0].update(stance="maybe"), "sources.0.stance"),
+        (lambda d: d["claims"][0].pop("verdict"), "claims.0.verdict"),
+        (lambda d: d.update(harm="extreme"), "harm"),
+        (lambda d: d.update(label="allow"), "label"),
+        (lambda d: d["sources"][1].update(claim_id="claim_9"), "claim_id"),
+        (lambda d: d.update(surprise=1), "surprise"),
+    ],
+)
+def test_bad_user_scenarios_are_refused_naming_the_field(tmp_path: Path, change: Any, field: str) -> None:
+    data = scenario_json()
+    change(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=field.replace(".", r"\.")):
+        make().reset(options={"scenario_file": str(path)})
+
+
+def test_user_scenario_file_that_is_not_json_or_missing(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        make().reset(options={"scenario_file": str(path)})
+    with pytest.raises(ValueError, match="does not exist"):
+        make().reset(options={"scenario_file": str(tmp_path / "missing.json")})
+
+
+def test_committed_schema_is_the_model_schema_and_gold_validates_against_it() -> None:
+    from integrity_gym.envs.information_integrity.models import Scenario
+
+    schema_file = Path(__file__).parents[3] / "src/integrity_gym/envs/information_integrity/data/scenario.schema.json"
+    schema = json.loads(schema_file.read_text())
+    assert schema == json.loads(json.dumps(Scenario.model_json_schema())), "regenerate scenario.schema.json"
+    jsonschema = pytest.importorskip("jsonschema")
+    for tier in ("easy", "medium", "hard"):
+        for scenario in load_gold(tier):
+            jsonschema.validate(scenario.model_dump(mode="json"), schema)
+
+
+def test_facts_stay_hidden_until_revealed() -> None:
+    env = make()
+    obs = env.reset(scenario_id="hard_010")
+    assert all(c.verification_status == "unverified" and c.confidence == 0 for c in obs.claims)
+    assert all(
+        s.stance is None and s.reliability is None and s.date is None and s.text is None for s in obs.available_sources
+    )
+    obs = env.step({"type": "check_source", "source_id": "src_3"}).observation
+    src = next(s for s in obs.available_sources if s.id == "src_3")
+    assert (src.stance, src.reliability, src.date, src.satire) == ("supports", 0.84, "2018-10-05", False)
+    assert all(s.stance is None for s in obs.available_sources if s.id != "src_3")
+    obs = env.step("verify claim_1").observation
+    assert obs.claims[0].verification_status == "unknown" and obs.claims[1].verification_status == "unverified"
+
+
+def test_unknown_ids_are_rejected_with_a_message_and_change_only_the_step_count() -> None:
+    env = make()
+    env.reset(scenario_id="hard_001")
+    before = env.state()
+    result = env.step({"type": "check_source", "source_id": "src_99"})
+    after = env.state()
+    assert "src_99" in result.info["error"] and "src_1" in result.info["error"]
+    assert result.reward == 0.0 and not result.done
+    assert after.step_count == before.step_count + 1
+    assert (after.checked, after.verified, after.total_reward) == (before.checked, before.verified, before.total_reward)
+    for bad in ({"type": "decide"}, {"type": "verify_claim", "source_id": "src_1"}, {"type": "shout"}, "dance"):
+        assert env.step(bad).info["error"]
+    assert env.state().decision is None
+
+
+def test_premature_redundant_and_max_steps_flags() -> None:
+    env = make()
+    env.reset(scenario_id="hard_001")
+    env.step("verify claim_1")
+    result = env.step("verify claim_1")
+    assert result.info["reward_breakdown"] == {"redundant_action": -0.1}
+    assert result.observation.status_flags.redundant_actions == 1
+    result = env.step("decide flag")
+    assert result.done and result.observation.status_flags.premature_decision
+    assert result.info["reward_breakdown"]["premature_decision"] == -0.3
+    with pytest.raises(EpisodeFinishedError):
+        env.step("decide remove")
+    env.reset(scenario_id="hard_001")
+    while not env.done:
+        obs = env.step("verify claim_2").observation
+    assert obs.status_flags.max_steps_reached and not obs.status_flags.decision_made
+    assert env.grade().score < 0.1
+
+
+def test_sufficient_evidence_flag_and_no_premature_penalty() -> None:
+    env = make()
+    env.reset(scenario_id="easy_001")
+    for action in ("verify claim_1", "check src_1", "check src_2"):
+        obs = env.step(action).observation
+    assert obs.status_flags.sufficient_evidence
+    result = env.step("decide remove claim_1 is false. src_1 refutes claim_1. src_2 refutes claim_1. harm is high.")
+    assert result.info["reward_breakdown"] == {"decision_correct": 1.0}
+    assert env.grade().score == 1.0
+
+
+def test_state_moves_between_instances_through_json() -> None:
+    env = make()
+    env.reset(seed=3)
+    env.step("verify claim_1")
+    twin = make()
+    twin.load_state(json.loads(env.state().model_dump_json()))
+    assert twin.observation() == env.observation()
+    assert twin.step("decide allow").model_dump() == env.step("decide allow").model_dump()
+
+
+def test_render_and_explain_are_readable() -> None:
+    env = make()
+    env.reset(scenario_id="hard_010")
+    env.step("check src_3")
+    text = env.render()
+    assert "POST:" in text and "src_3" in text and "2018-10-05" in text
+    env.step("verify claim_1")
+    env.step("check src_1")
+    env.step("decide remove claim_1 is false. src_1 refutes claim_1")
+    explanation = env.explain()
+    assert "The rule's decision is remove" in explanation and "outdated" in explanation and "satire" in explanation
+
+
+class StrictGrader(Grader):
+    weights: ClassVar[dict[str, float]] = {
+        "decision_correct": 1.0,
+        "evidence_breadth": 0.0,
+        "reasoning_depth": 0.0,
+        "efficiency": 0.0,
+    }
+
+
+def test_custom_graders_register_and_are_selected_by_config() -> None:
+    if "strict_test" not in GraderFactory.names():
+        GraderFactory.register("strict_test", StrictGrader)
+    with pytest.raises(ValueError, match="already registered"):
+        GraderFactory.register("strict_test", StrictGrader)
+    env = make(grader="strict_test")
+    env.reset(scenario_id="hard_010")
+    env.step("decide remove")
+    assert env.grade().score == 1.0
+    with pytest.raises(ValueError, match="sum to 1"):
+        GraderFactory.register("broken", type("Broken", (Grader,), {"weights": {"decision_correct": 0.5}}))
+
+
+def test_text_actions() -> None:
+    env = make()
+    env.reset(scenario_id="hard_001")
+    assert env.step("check_source(src_2)").info["error"] is None
+    assert env.step("verify claim_1").info["error"] is None
+    result = env.step("decide flag claim_1 is contested")
+    assert result.done and env.state().reasoning == "claim_1 is contested"

@@ -1,0 +1,115 @@
+"""The published labelling rule, and that every stored label is its output."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from integrity_gym.envs.information_integrity import rules
+from integrity_gym.envs.information_integrity.data import load_gold
+from integrity_gym.envs.information_integrity.models import DIFFICULTIES, ClaimFact, Scenario, SourceFact
+
+from .conftest import generated_scenarios, gold_scenarios
+
+AS_OF = dt.date(2026, 6, 1)
+
+
+def source(
+    i: int, stance: str, rel: float, *, days: int = 30, satire: bool = False, claim: str = "claim_1"
+) -> SourceFact:
+    return SourceFact(
+        id=f"src_{i}", claim_id=claim, title="t", url="u", text="x", stance=stance, reliability=rel,  # type: ignore[arg-type]
+        source_type="news", date=AS_OF - dt.timedelta(days=days), satire=satire,
+    )  # fmt: skip
+
+
+def scenario(verdict: str, sources: list[SourceFact], harm: str = "medium") -> Scenario:
+    return Scenario(
+        id="t", difficulty="easy", topic="t", content="c", harm=harm, as_of=AS_OF,  # type: ignore[arg-type]
+        claims=(ClaimFact(id="claim_1", text="c", verdict=verdict, confidence=0.5),),  # type: ignore[arg-type]
+        sources=tuple(sources),
+    )  # fmt: skip
+
+
+def test_gold_set_has_at_least_ten_per_tier_and_mirrors_the_reference_mix() -> None:
+    counts = {t: [s.label for s in load_gold(t)] for t in DIFFICULTIES}
+    assert all(len(v) >= 10 for v in counts.values())
+    assert counts["easy"].count("remove") > counts["easy"].count("flag")
+    assert counts["medium"].count("flag") >= 0.7 * len(counts["medium"])
+    assert counts["hard"].count("flag") >= 0.7 * len(counts["hard"])
+
+
+def test_every_gold_label_is_the_rule_output() -> None:
+    for s in gold_scenarios():
+        assert s.label == rules.decide(rules.aggregate(s)), s.id
+
+
+def test_every_generated_label_is_the_rule_output() -> None:
+    for s in generated_scenarios(100):
+        assert s.label == rules.decide(rules.aggregate(s)), s.id
+
+
+def test_gold_ids_are_unique_and_gold_evidence_is_enough_to_decide() -> None:
+    ids = [s.id for s in gold_scenarios()]
+    assert len(ids) == len(set(ids))
+    for s in gold_scenarios() + generated_scenarios(30):
+        gold = rules.gold_evidence(s)
+        assert len(gold.claims) >= 1 and len(gold.sources) >= 2, s.id
+
+
+def test_satire_and_outdated_sources_do_not_count() -> None:
+    base = [source(1, "refutes", 0.9), source(2, "refutes", 0.85)]
+    assert rules.derive_label(scenario("unknown", base)) == "remove"
+    with_traps = [*base, source(3, "supports", 0.95, days=4 * 365), source(4, "supports", 0.99, satire=True)]
+    agg = rules.aggregate(scenario("unknown", with_traps))
+    assert agg.claims[0].usable_sources == ("src_1", "src_2")
+    assert rules.decide(agg) == "remove"
+
+
+def test_trusted_sources_on_both_sides_make_a_claim_contested() -> None:
+    s = scenario("unknown", [source(1, "supports", 0.8), source(2, "refutes", 0.9), source(3, "refutes", 0.9)])
+    assert rules.aggregate(s).claims[0].status == "contested"
+    assert rules.derive_label(s) == "flag"
+
+
+def test_a_known_verdict_wins_over_the_sources() -> None:
+    s = scenario("true", [source(1, "refutes", 0.9), source(2, "refutes", 0.9)])
+    assert rules.derive_label(s) == "allow"
+    assert (
+        rules.derive_label(scenario("partially_true", [source(1, "supports", 0.9), source(2, "refutes", 0.8)]))
+        == "flag"
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "harm", "decision"),
+    [
+        ("false", "low", "flag"), ("false", "medium", "remove"), ("false", "high", "remove"),
+        ("misleading", "high", "flag"), ("contested", "low", "flag"),
+        ("unsupported", "low", "allow"), ("unsupported", "medium", "allow"), ("unsupported", "high", "flag"),
+        ("true", "high", "allow"),
+    ],
+)  # fmt: skip
+def test_policy_table(status: str, harm: str, decision: str) -> None:
+    assert rules.decision_for(status, harm) == decision  # type: ignore[arg-type]
+
+
+def test_weak_sources_are_outweighed_and_thin_evidence_is_unsupported() -> None:
+    s = scenario("unknown", [source(1, "supports", 0.3), source(2, "refutes", 0.9), source(3, "refutes", 0.8)])
+    assert rules.aggregate(s).claims[0].evidence == "refuted"
+    thin = scenario("unknown", [source(1, "supports", 0.6), source(2, "refutes", 0.55)], harm="high")
+    assert rules.aggregate(thin).claims[0].status == "unsupported"
+    assert rules.derive_label(thin) == "flag"
+
+
+def test_a_wrong_stored_label_is_refused_naming_the_field() -> None:
+    s = scenario("false", [source(1, "refutes", 0.9), source(2, "refutes", 0.9)]).model_copy(update={"label": "allow"})
+    with pytest.raises(ValueError, match="label"):
+        rules.check_scenario(s)
+
+
+def test_a_label_resting_on_fewer_than_two_sources_is_refused() -> None:
+    s = scenario("false", [source(1, "refutes", 0.9), source(2, "supports", 0.2)])
+    with pytest.raises(ValueError, match="sources"):
+        rules.check_scenario(s)
