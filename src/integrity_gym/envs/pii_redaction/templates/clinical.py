@@ -7,6 +7,7 @@ Names recur in prose (often surname only), birth dates follow cues such as ``DOB
 
 from __future__ import annotations
 
+from datetime import date
 from random import Random
 
 from faker import Faker
@@ -16,11 +17,13 @@ from integrity_gym.envs.pii_redaction.templates.common import (
     Builder,
     E,
     Slot,
+    between,
     brand,
     event_date,
     fmt_date,
     make_person,
     pick,
+    relation,
 )
 
 _CONDITIONS = (
@@ -30,6 +33,8 @@ _CONDITIONS = (
     ("major depressive disorder", "F32.9"), ("hyperlipidemia", "E78.5"),
     ("osteoarthritis of the knee", "M17.11"), ("heart failure with reduced ejection fraction", "I50.22"),
     ("cellulitis of the lower leg", "L03.115"), ("asthma", "J45.909"),
+    ("Parkinson disease", "G20"), ("Graves disease", "E05.00"), ("Crohn disease", "K50.90"),
+    ("Hashimoto thyroiditis", "E06.3"), ("Bell palsy", "G51.0"),
 )  # fmt: skip
 _DRUGS = (
     "metformin 500 mg twice daily", "lisinopril 10 mg daily", "atorvastatin 40 mg at bedtime",
@@ -93,7 +98,12 @@ _CONTACTS = (
     "also be reached at {p_email} for appointment reminders.\n\n",
 )
 _FILLERS = (
-    "PAST MEDICAL HISTORY:\n- {cond} ({icd})\n- {cond2} ({icd2})\n- Appendectomy in 1998\n\n",
+    "PAST MEDICAL HISTORY:\n- {cond} ({icd}), diagnosed {hist_date}\n- {cond2} ({icd2})\n- Appendectomy on "
+    "{hist_date2}\n\n",
+    "PROCEDURES: Foley catheter placed {lab_date}; removed after 48 hours. Glasgow Coma Scale 15 throughout. "
+    "Prior Whipple-type surgery was ruled out on review of the {hist_year} records.\n\n",
+    "TELEPHONE NOTE ({lab_date2}): spoke with {k_first} about the discharge plan; questions answered. "
+    "{p_first} agrees with the plan.\n\n",
     "MEDICATIONS ON ADMISSION:\n- {drug1}\n- {drug2}\n- {drug3}\n\n",
     "ALLERGIES: {allergy}.\n\n",
     "VITAL SIGNS: BP {bp} mmHg, HR {hr} bpm, temperature {temp} C, SpO2 {spo2}% on room air, weight "
@@ -187,7 +197,7 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
         "p_email": E("EMAIL", patient.email),
         "k_name": E("NAME", kin.name),
         "k_first": E("NAME", kin.first),
-        "k_rel": pick(rng, ("wife", "husband", "partner", "son", "daughter", "brother", "sister")),
+        "k_rel": relation(rng, kin),
         "k_phone": E("PHONE", kin.phone(rng.randrange(5))),
         "d1_name": E("NAME", doctors[0].name),
         "d2_name": E("NAME", doctors[1].name),
@@ -202,6 +212,9 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
         "prior2": fmt_date(event_date(rng), style),
         "letter_date": fmt_date(event_date(rng), style + 1),
         "lab_date": fmt_date(event_date(rng), style),
+        "hist_date": fmt_date(between(rng, date(1995, 1, 1), date(2018, 12, 31)), style),
+        "hist_date2": fmt_date(between(rng, date(1995, 1, 1), date(2018, 12, 31)), style),
+        "hist_year": str(rng.randrange(1995, 2019)),
         "cond": cond,
         "icd": icd,
         "cond2": cond2,
@@ -260,7 +273,7 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
             b.fill(middle.pop(0), ctx)
             continue
         if not fillers:
-            fillers = list(_FILLERS[7:9])
+            fillers = [f for f in _FILLERS if f.startswith(("HOSPITAL COURSE", "Day {day}"))]
         day += 1
         b.fill(fillers.pop(), {**ctx, "day": str(day), "lab_date2": fmt_date(event_date(rng), style)})
     b.fill(closing, ctx)

@@ -215,6 +215,17 @@ class Person:
         return f"{self.street_line()}{sep}{self.city}, {self.state} {self.zipcode}"
 
 
+_KIN = {
+    "m": ("husband", "son", "brother", "father", "partner", "friend"),
+    "f": ("wife", "daughter", "sister", "mother", "partner", "friend"),
+}
+
+
+def relation(rng: Random, person: Person) -> str:
+    """A family or household relation that fits ``person``'s gender."""
+    return pick(rng, _KIN[person.gender])
+
+
 def make_person(rng: Random, fake: Faker, *, dob_first: date = DOB_FIRST, dob_last: date = DOB_LAST) -> Person:
     """Draw a fictional person; Faker supplies names and places, ``rng`` everything else."""
     gender = pick(rng, ("m", "f"))

@@ -20,6 +20,7 @@ from integrity_gym.envs.pii_redaction.templates.common import (
     money,
     pick,
     product,
+    relation,
 )
 
 _KINDS = (
@@ -121,7 +122,6 @@ _SCHEDULE = (
 )
 
 _REP_TITLES = ("Chief Operating Officer", "General Counsel", "VP Procurement", "Director of Operations", "CEO")
-_RELATIONS = ("spouse", "sister", "brother", "father", "mother", "partner", "friend")
 
 
 def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, ...]]:
@@ -143,7 +143,7 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
         "co": co,
         "brand": brand(rng),
         "product": product(rng),
-        "rep": E("NAME", rep.name),
+        "rep": E("NAME", f"{rep.first} {chr(65 + rng.randrange(26))}. {rep.last}" if rng.random() < 0.3 else rep.name),
         "rep_title": pick(rng, _REP_TITLES),
         "p_name": E("NAME", person.name),
         "p_first": E("NAME", person.first),
@@ -154,7 +154,7 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
         "p_ssn": E("SSN", person.ssn_text()),
         "p_dob": E("DOB", fmt_date(person.dob, date_style)),
         "k_name": E("NAME", kin.name),
-        "k_rel": pick(rng, _RELATIONS),
+        "k_rel": relation(rng, kin),
         "k_phone": E("PHONE", kin.phone(rng.randrange(5))),
         "k_addr": E("ADDRESS", kin.address()),
         "k_email": E("EMAIL", kin.email),

@@ -101,7 +101,10 @@ def area_code_phrase(digits: str, rng: Random) -> str:
 
 def phone_obfuscated(digits: str, rng: Random) -> str:
     """One of the obfuscated phone styles."""
-    style = rng.randrange(4)
+    style = rng.randrange(5)
+    if style == 4:
+        a, b, c = digits[:3], digits[3:6], digits[6:]
+        return pick(rng, (f"{a}/{b}/{c}", f"({a}){b}{c}", f"{a} {b}{c}", f"{a}{b}{c}", f"{a}_{b}_{c}"))
     if style == 0:
         return spoken_digits(digits, rng, (3, 3, 4))
     if style == 1:
@@ -136,6 +139,11 @@ def email_obfuscated(local: str, domain: str, rng: Random) -> str:
     if style == 4:
         return f"{local} {{at}} {name} {{dot}} {tld}"
     return homoglyph(f"{local}@{domain}", rng)
+
+
+def casual(text: str) -> str:
+    """How people type in chat: lower case, no commas or full stops."""
+    return text.lower().replace(",", "").replace(".", "")
 
 
 def homoglyph(text: str, rng: Random) -> str:

@@ -32,6 +32,7 @@ from integrity_gym.envs.pii_redaction.templates.common import (
     make_person,
     pick,
     product,
+    relation,
     version,
 )
 
@@ -98,6 +99,11 @@ _TECH = (
     ("Agent", "Please update the app to {ver2} and sign in again in about 15 minutes."),
     ("Customer", "hold on, the code box says error {errcode} again"),
     ("Agent", "That code means the token expired. I'm sending a fresh one now."),
+    ("Customer", "the order number is {order_spoken} if that helps"),
+    ("Customer", "the second charge showed up on {charge_date}, same amount as the first"),
+    ("Customer", "{k_first} usually deals with the billing side, I just use the app"),
+    ("Agent", "Your plan renews on {renew_date}; I've added a credit for the duplicate charge."),
+    ("Customer", "the confirmation code on the receipt was {code_spoken}"),
 )
 # (agent prompt, customer answer) pairs; answers hold obfuscated personal data.
 _VERIFY = (
@@ -161,10 +167,10 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
         "sess": hexid(rng, 16),
         "errcode": f"{pick(rng, ('E', 'AUTH-', '0x'))}{rng.randrange(1000, 9999)}",
         "a_first": E("NAME", agent.first),
-        "k_rel": pick(rng, ("wife", "husband", "son", "daughter", "partner")),
+        "k_rel": relation(rng, k),
         "c_last": E("NAME", c.last),
         "c_last_spelled": E("NAME", "-".join(c.last.upper())),
-        "c_name_x": E("NAME", ob.homoglyph(c.name, rng) if rng.random() < 0.5 else c.name),
+        "c_name_x": E("NAME", pick(rng, (ob.homoglyph(c.name, rng), ob.casual(c.name), c.name))),
         "c_email_x": E("EMAIL", _maybe_break(ob.email_obfuscated(c.email_local, c.email_domain, rng), rng, 0.15)),
         "c_email_y": E(
             "EMAIL",
@@ -179,8 +185,11 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
         ),
         "c_dob_x": E("DOB", ob.dob_obfuscated(c.dob, rng)),
         "c_ssn_x": E("SSN", ob.ssn_obfuscated(c.ssn, rng)),
-        "c_addr_x": E("ADDRESS", c.address("\n") if rng.random() < 0.5 else ob.break_line(c.address(), rng)),
-        "k_name": E("NAME", k.name),
+        "c_addr_x": E(
+            "ADDRESS",
+            pick(rng, (c.address("\n"), ob.break_line(c.address(), rng), ob.casual(c.address()))),
+        ),
+        "k_name": E("NAME", k.name if rng.random() < 0.6 else ob.casual(k.name)),
         "k_name_x": E("NAME", ob.homoglyph(k.name, rng)),
         "c_email_work": E(
             "EMAIL", f"{c.first.lower()}.{c.last.lower()}@{brand(rng).lower()}{pick(rng, ('corp', 'mail', 'hq'))}.com"
@@ -193,6 +202,11 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
         "c_phone_plain": E("PHONE", c.phone(rng.randrange(5))),
         "c_addr": E("ADDRESS", c.address()),
         "c_dob_iso": E("DOB", c.dob.isoformat()),
+        "k_first": E("NAME", k.first),
+        "order_spoken": ob.spoken_digits(f"{rng.randrange(10**9, 10**10)}", rng, (3, 3, 4)),
+        "code_spoken": ob.mixed_digits(f"{rng.randrange(10**5, 10**6)}", rng, (3, 3)),
+        "charge_date": ob.dob_obfuscated(event_date(rng), rng),
+        "renew_date": ob.dob_obfuscated(event_date(rng), rng),
     }
     svc_hosts = [(pick(rng, _SERVICES), hostname(rng)) for _ in range(3)]
 

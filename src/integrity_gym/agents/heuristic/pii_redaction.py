@@ -1,0 +1,315 @@
+"""Heuristic baseline for pii_redaction: regular expressions plus obfuscation-aware patterns.
+
+The agent sees only observations. It keeps the text of the windows it has already read, so a
+cue such as ``DOB:`` or ``my name is`` just left of the window still counts, and it remembers
+the names it has found so later mentions ("Ms. Alvarez", "Alvarez reports ...") are redacted
+too. It normalises Cyrillic look-alike letters (one code point each, so offsets hold), reads
+spelled-out and mixed digit/word numbers, ``at``/``dot`` and bracketed e-mails, and spoken or
+ordinal dates. It redacts each match lying wholly inside the window, leaves matches in the
+window's right half for the next window (where they have context on both sides), then moves on,
+and finishes when the window has reached the end of the document.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from integrity_gym.envs.pii_redaction.models import Label, RedactionAction, RedactionObservation
+
+Candidate = tuple[int, int, Label]
+
+_CONFUSABLES = str.maketrans(
+    "аеосрхуіАВЕКМНОРСТХ",
+    "aeocpxyiABEKMHOPCTX",
+)
+
+_DIGIT_WORD = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"
+_DIGIT_NAMES = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_WORD_VALUES = {w: i for i, w in enumerate(_DIGIT_NAMES)}
+_WORD_VALUES["oh"] = 0
+_NUM_TOKEN = rf"(?:\b\d{{1,4}}\b|\b{_DIGIT_WORD}\b)"
+_NUM_SEP = r"(?:\s*(?:,|\.\.\.|-)?\s*(?:(?:and\s+)?then\s+|number\s+is\s+)?)"
+_SPOKEN_NUMBER = re.compile(rf"(?i)(?:\barea\s+code\s+)?{_NUM_TOKEN}(?:{_NUM_SEP}{_NUM_TOKEN})+")
+
+_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
+_TLD = r"(?:com|net|org|edu|gov|io|me|co|us|info|biz)"
+_AT_BRACKET = r"\s*[\[\(\{]\s*at\s*[\]\)\}]\s*"
+_DOT_BRACKET = r"\s*[\[\(\{]\s*dot\s*[\]\)\}]\s*"
+_EMAIL_BRACKETED = re.compile(
+    rf"(?i)[A-Za-z0-9._%+-]+{_AT_BRACKET}[A-Za-z0-9-]+(?:(?:{_DOT_BRACKET}|\.)[A-Za-z0-9-]+)*(?:{_DOT_BRACKET}|\.){_TLD}\b"
+)
+_EMAIL_WORDS = re.compile(
+    rf"(?i)\b[A-Za-z0-9._%+-]+(?:\s+dot\s+[A-Za-z0-9_%+-]+)*\s+at\s+[A-Za-z0-9-]+(?:\s+dot\s+[A-Za-z0-9-]+)*\s+dot\s+{_TLD}\b"
+)
+
+_PHONE = re.compile(
+    r"(?<![\w.+-])(?:\+1[ .-]?)?(?:\(\d{3}\)|\d{3})(?:[ .-]|\s)?\d{3}(?:[ .-]|\s)\d{4}(?![\w-]|\.\d)"
+    r"|(?<![\w+])\+1\d{10}\b"
+)
+_SSN = re.compile(r"(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])|(?<![\w.-])\d{3} \d{2} \d{4}(?![\w.-])")
+
+_MONTH = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
+    r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
+)
+_ORD_WORD = (
+    r"(?:(?:twenty|thirty)-)?(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)|tenth|eleventh|"
+    r"twelfth|thirteenth|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth|thirtieth"
+)
+_SMALL = r"(?:one|two|three|four|five|six|seven|eight|nine)"
+_NUM_WORDS = (
+    rf"(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:-{_SMALL})?|ten|eleven|twelve|thirteen|"
+    rf"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|{_SMALL}|oh[- ]{_SMALL})"
+)
+_YEAR_WORDS = rf"(?:nineteen(?:\s+{_NUM_WORDS})?|two\s+thousand(?:\s+{_SMALL})?)"
+_YEAR = rf"(?:\d{{4}}|{_YEAR_WORDS})"
+_DATES = re.compile(
+    rf"(?i)\bthe\s+(?:{_ORD_WORD})\s+of\s+{_MONTH},?\s+{_YEAR}"
+    rf"|\b{_MONTH}\s+the\s+(?:{_ORD_WORD}),?\s+{_YEAR}"
+    rf"|\b{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b"
+    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?(?:\s+of)?[\s-]+{_MONTH}[\s,-]+\d{{4}}\b"
+    rf"|\b{_NUM_WORDS}\s+slash\s+{_NUM_WORDS}\s+slash\s+{_NUM_WORDS}\b"
+    r"|(?<![\d/.-])\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})(?![\d/])"
+    r"|(?<![\w.-])\d{4}-\d{2}-\d{2}(?![\dT:])"
+)
+_BIRTH_CUE = re.compile(r"(?i)\b(?:dob|d\.o\.b|date of birth|birth\s*date|born|birthday|birth)\b")
+_REFERENCE_CUE = re.compile(
+    r"(?i)\b(?:order|tracking|confirmation|ticket|case|reference|ref|invoice|receipt|card|account|serial|"
+    r"policy|claim|po)\b(?:\s+(?:number|no\.?|code|id|#))?(?:\s+(?:is|was))?\s*[:#]?\s*$"
+)
+
+_STREET = (
+    r"(?:Street|St\.?|Avenue|Ave\.?|Road|Rd\.?|Lane|Ln\.?|Drive|Dr\.?|Court|Ct\.?|Boulevard|Blvd\.?|Way|"
+    r"Place|Pl\.?|Terrace|Ter\.?|Circle|Cir\.?|Parkway|Pkwy\.?|Highway|Hwy\.?)"
+)
+_ADDRESS = re.compile(
+    rf"\b\d{{1,5}}\s+(?:[A-Z][a-z]+\s+){{1,3}}{_STREET}(?![a-z])"
+    r"(?:,?\s+(?:Apt\.?|Unit|Suite|#)\s*\d+[A-Z]?)?"
+    r"(?:,?\s+(?:[A-Z][a-z]+\s?){1,3},?\s+[A-Z]{2}\s+\d{5}(?:-\d{4})?)?"
+)
+
+_TOKEN = r"[A-Z][a-z]+(?:['-][A-Z]?[a-z]+)*"
+_FULL = rf"{_TOKEN}(?: [A-Z]\.)?(?: {_TOKEN}){{1,2}}"
+_ONE_OR_MORE = rf"{_TOKEN}(?:(?: [A-Z]\.)? {_TOKEN}){{0,2}}"
+_RELATIONS = r"(?:wife|husband|partner|son|daughter|brother|sister|mother|father|spouse|friend)"
+_NAME_PATTERNS = tuple(
+    re.compile(p)
+    for p in (
+        rf"\b(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.? (?P<n>{_ONE_OR_MORE})",
+        rf"(?i:\b(?:patient(?: name)?|name|provider|attending(?: physician)?|pcp|dictated by|signed by|by|cc|re|"
+        rf"tenant|contractor|consultant|recipient|participant|seller|guarantor|emergency contact|next of kin|contact|"
+        rf"customer|account holder|patient)):[ \t]*(?P<n>{_FULL}|[A-Z]{{2,}}, {_TOKEN})",
+        rf"/s/ (?P<n>{_FULL})",
+        rf"_{{3,}}\s+(?P<n>{_FULL})",
+        rf"(?P<n>{_FULL}),? M\.?D\.?\b",
+        rf"(?i:represented by|acting through|signing officer|my name is|this is|talking to|thanks|thank you|"
+        rf"it's|it is|holder is|the account is|go to|referring|patient,)\s+"
+        rf"(?P<n>{_ONE_OR_MORE})",
+        rf"\b(?i:{_RELATIONS}),? (?P<n>{_ONE_OR_MORE})",
+        rf"(?P<n>{_FULL}), of \d",
+        rf"(?P<n>{_FULL}) \((?i:{_RELATIONS}|sister|brother)\)",
+        rf"(?:\band|\(2\)) (?P<n>{_FULL}),? (?:residing|of)\b",
+        rf"(?m)^[ \t]*(?P<n>{_FULL})[ \t]*\n[ \t]*(?:Address|Email|E-mail|Phone|Tel)\b",
+        rf"(?:new=|customer |display_name=)\"(?P<n>{_FULL})\"",
+        rf"\b(?:Dear|Daughter|Son) (?P<n>{_ONE_OR_MORE})",
+    )
+)
+_SPELLED_NAME = re.compile(r"(?<![\w-])[A-Z](?:-[A-Z]){2,}(?![\w-])")
+# Capitalised words that are not names (trimmed from the ends of a name match).
+_STOP = frozenset(
+    """
+    Address Admitted Agent Agreement Allergies Also And Are Assessment Avenue Background Boulevard
+    Bring But By Bye Can Cardiology Care Center Chest Circle Clinic Co Community Company Consultant
+    Contacts Contractor Corp Could Court Customer Date Day Dear December Department Discharged Done
+    Dr Drive Effective Email Emergency Endocrinology Family February Fine Follow For Friday From
+    Glad Good Great Group Guarantor Health Hello Her Here Hi His History Hold Home Hospital How
+    Imaging Inc Internal Into Is It Its January July Just Kin LLC Labs Lane Legal Let Ltd March
+    Medical Medicine Miss Mobile Monday Mr Mrs Ms My Name Nephrology Next No None Not Notices
+    November Now Number Nursing October Oh Ok Okay Onto Or Our Parkway Participant Patient Phone
+    Physical Place Plan Please Practice Preferred Prof Pulmonology Reason Recipient Regional Return
+    Review Right Road Same Saturday Schedule Section Security Seller Send September Signatures
+    Signed So Social Sorry Still Street Sunday Support Sure Tenant Terrace Thank Thanks That The
+    Their Then There These They This Those Thursday Title Tuesday Understood Valley Vendor Was Way
+    We Wednesday Welcome Well Were What When Where Whereof Which Who With Witness Yes You Your
+    """.split()  # noqa: SIM905
+)
+_TRAILING_STOP = frozenset(
+    """
+    Address Agreement Co Company Corp Date Email Inc LLC Ltd Phone Schedule Section Signed Title
+    Transcribed
+    """.split()  # noqa: SIM905
+)
+_PRIORITY: dict[str, int] = {"EMAIL": 0, "SSN": 1, "PHONE": 1, "DOB": 2, "ADDRESS": 3, "NAME": 4}
+
+
+def normalise(text: str) -> str:
+    """Replace Cyrillic look-alike letters by their Latin twins (same length, same offsets)."""
+    return text.translate(_CONFUSABLES)
+
+
+def _digits_in(phrase: str) -> tuple[int, bool]:
+    body = re.sub(r"(?i)^area\s+code\s+", "", phrase)
+    count, has_word = 0, False
+    for token in re.findall(r"(?i)\d+|[a-z]+", body):
+        if token.isdigit():
+            count += len(token)
+        elif token.lower() in _WORD_VALUES:
+            count += 1
+            has_word = True
+    return count, has_word
+
+
+def _masked(segment: str) -> bool:
+    return "█" in segment or "[REDACTED]" in segment
+
+
+def _reference_before(text: str, start: int) -> bool:
+    return _REFERENCE_CUE.search(text[max(0, start - 30) : start]) is not None
+
+
+def _spoken_numbers(text: str) -> Iterable[Candidate]:
+    for m in _SPOKEN_NUMBER.finditer(text):
+        phrase = m.group(0)
+        if _reference_before(text, m.start()):
+            continue
+        count, has_word = _digits_in(phrase)
+        area = phrase.lower().startswith("area")
+        if not (has_word or area):
+            continue
+        if count in (10, 11):
+            yield m.start(), m.end(), "PHONE"
+        elif count == 9:
+            yield m.start(), m.end(), "SSN"
+
+
+def _dates(text: str) -> Iterable[Candidate]:
+    cues = [c.end() for c in _BIRTH_CUE.finditer(text)]
+    previous_end = 0
+    for m in _DATES.finditer(text):
+        # A birth cue shortly before the date, with no other date in between.
+        if any(previous_end <= c <= m.start() <= c + 90 and not _masked(text[c : m.start()]) for c in cues):
+            yield m.start(), m.end(), "DOB"
+        previous_end = m.end()
+
+
+def _trim_name(text: str, start: int, end: int) -> tuple[int, int] | None:
+    tokens = list(re.finditer(r"\S+", text[start:end]))
+    while tokens and (tokens[0].group(0) in _STOP or len(tokens[0].group(0)) < 2):
+        tokens.pop(0)
+    while tokens and (tokens[-1].group(0) in _TRAILING_STOP or len(tokens[-1].group(0)) < 2):
+        tokens.pop()
+    if not tokens:
+        return None
+    return start + tokens[0].start(), start + tokens[-1].end()
+
+
+def _names(text: str, known: set[str]) -> Iterable[Candidate]:
+    found: list[tuple[int, int]] = []
+    for pattern in _NAME_PATTERNS:
+        for m in pattern.finditer(text):
+            span = _trim_name(text, m.start("n"), m.end("n"))
+            if span:
+                found.append(span)
+    for start, end in found:
+        for token in re.findall(_TOKEN, text[start:end]):
+            if len(token) >= 3 and token not in _STOP:
+                known.add(token)
+        if re.fullmatch(rf"[A-Z]{{2,}}, {_TOKEN}", text[start:end]):
+            known.add(text[start:end].split(",")[0].title())
+        yield start, end, "NAME"
+    if known:
+        alternatives = "|".join(sorted((re.escape(k) for k in known), key=len, reverse=True))
+        for m in re.finditer(rf"(?<!St\. )\b(?:{alternatives})(?:(?: [A-Z]\.)? (?:{alternatives}))*\b", text):
+            yield m.start(), m.end(), "NAME"
+    for m in _SPELLED_NAME.finditer(text):
+        yield m.start(), m.end(), "NAME"
+
+
+def detect(text: str, known_names: set[str] | None = None) -> list[Candidate]:
+    """Find PII in ``text``: non-overlapping ``(start, end, label)`` spans, sorted by start.
+
+    ``known_names`` collects name tokens found so far (updated in place) so later mentions of the
+    same person are found too.
+    """
+    known = known_names if known_names is not None else set()
+    norm = normalise(text)
+    candidates: list[Candidate] = []
+    candidates += [(m.start(), m.end(), "EMAIL") for m in _EMAIL.finditer(norm)]
+    candidates += [(m.start(), m.end(), "EMAIL") for m in _EMAIL_BRACKETED.finditer(norm)]
+    candidates += [(m.start(), m.end(), "EMAIL") for m in _EMAIL_WORDS.finditer(norm)]
+    numbers: tuple[tuple[re.Pattern[str], Label], ...] = ((_PHONE, "PHONE"), (_SSN, "SSN"))
+    for pattern, label in numbers:
+        found = [m for m in pattern.finditer(norm) if not _reference_before(norm, m.start())]
+        candidates += [(m.start(), m.end(), label) for m in found]
+    candidates += _spoken_numbers(norm)
+    candidates += _dates(norm)
+    candidates += [(m.start(), m.end(), "ADDRESS") for m in _ADDRESS.finditer(norm)]
+    dates = [(m.start(), m.end()) for m in _DATES.finditer(norm)]
+    candidates += [n for n in _names(norm, known) if not any(n[0] < e and s < n[1] for s, e in dates)]
+    # Longest first, then by label priority; keep spans that overlap nothing already kept.
+    candidates.sort(key=lambda c: (-(c[1] - c[0]), _PRIORITY[c[2]], c[0]))
+    kept: list[Candidate] = []
+    for cand in candidates:
+        if all(cand[1] <= k[0] or cand[0] >= k[1] for k in kept):
+            kept.append(cand)
+    return sorted(kept)
+
+
+class HeuristicAgent:
+    """Offline regex-and-cue baseline; stateful per episode (build a new one for each episode)."""
+
+    def __init__(self, spec: Any = None, seed: int = 0) -> None:
+        self.spec = spec
+        self.seed = seed
+        self._seen: list[str] = []
+        self._known: set[str] = set()
+        self._tried: set[tuple[int, int]] = set()
+
+    def _remember(self, obs: RedactionObservation) -> None:
+        if len(self._seen) < obs.document_length:
+            self._seen.extend(" " * (obs.document_length - len(self._seen)))
+        pos = obs.cursor_position
+        self._seen[pos : pos + len(obs.visible_text)] = list(obs.visible_text)
+
+    def candidates(self, obs: RedactionObservation) -> list[Candidate]:
+        """Matches this window should redact now (inside it, not yet redacted or tried)."""
+        lo = obs.cursor_position
+        hi = lo + len(obs.visible_text)
+        context_lo = max(0, lo - obs.window_size)
+        text = "".join(self._seen[context_lo:hi])
+        reaches_end = hi >= obs.document_length
+        half = lo + max(1, obs.window_size // 2)
+        redacted = obs.redacted_spans
+        out = []
+        for start, end, label in detect(text, self._known):
+            s, e = start + context_lo, end + context_lo
+            if s < lo or e > hi or (s, e) in self._tried:
+                continue
+            if not reaches_end and s >= half:
+                continue  # seen again, with context on both sides, in the next window
+            if any(s < re_ and rs < e for rs, re_ in redacted):
+                continue
+            out.append((s, e, label))
+        return out
+
+    def act(self, observation: RedactionObservation) -> RedactionAction:
+        """Redact the next match in view, else move on, else finish."""
+        obs = observation
+        if obs.done:
+            return RedactionAction(action_type="FINISH")
+        self._remember(obs)
+        hi = obs.cursor_position + len(obs.visible_text)
+        moves_left = math.ceil(max(0, obs.document_length - hi) / max(1, obs.window_size // 2))
+        if obs.steps_left <= 1:
+            return RedactionAction(action_type="FINISH")
+        found = self.candidates(obs)
+        if found and obs.steps_left > moves_left + 1:
+            start, end, label = found[0]
+            self._tried.add((start, end))
+            return RedactionAction(action_type="REDACT", start=start, end=end, label=label)
+        if hi >= obs.document_length:
+            return RedactionAction(action_type="FINISH")
+        return RedactionAction(action_type="NEXT_CHUNK")
