@@ -1,0 +1,104 @@
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from integrity_gym.envs.selective_verification.metrics import Selective, aurc, brier, e_aurc, ece, smooth_ece
+
+
+def reference_ece(conf: np.ndarray, correct: np.ndarray, bins: int = 15) -> float:
+    """Independent ECE: every item becomes `bins` unit slices carrying its tie group's accuracy."""
+    group_acc = {c: Fraction(int(correct[conf == c].sum()), int((conf == c).sum())) for c in set(conf.tolist())}
+    units = sorted((Fraction(c), group_acc[c]) for c in conf.tolist() for _ in range(bins))
+    per_bin = len(conf)
+    total = Fraction(0)
+    for b in range(bins):
+        chunk = units[b * per_bin : (b + 1) * per_bin]
+        total += abs(sum(a for _, a in chunk) - sum(c for c, _ in chunk)) / len(units)
+    return float(total)
+
+
+def reference_aurc(conf: np.ndarray, correct: np.ndarray) -> float:
+    """Independent AURC: the mean over every ordering consistent with the confidences."""
+    values = []
+    for perm in itertools.permutations(range(len(conf))):
+        if all(conf[perm[i]] >= conf[perm[i + 1]] for i in range(len(perm) - 1)):
+            errs = np.cumsum(1 - correct[list(perm)])
+            values.append(np.mean(errs / np.arange(1, len(conf) + 1)))
+    return float(np.mean(values))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ece_and_aurc_match_independent_computations(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = 7
+    conf = np.round(rng.choice([0.5, 0.6, 0.7, 0.8, 0.9, 1.0], n), 2)
+    correct = (rng.random(n) < conf).astype(float)
+    assert ece(conf, correct) == pytest.approx(reference_ece(conf, correct), abs=1e-12)
+    assert aurc(conf, correct) == pytest.approx(reference_aurc(conf, correct), abs=1e-12)
+
+
+def test_metrics_do_not_change_when_inputs_are_shuffled() -> None:
+    rng = np.random.default_rng(1)
+    n = 2000
+    conf = np.round(rng.uniform(0.5, 1.0, n), 1)  # heavy ties
+    correct = (rng.random(n) < conf).astype(float)
+    base = (ece(conf, correct), aurc(conf, correct), e_aurc(conf, correct), smooth_ece(conf, correct))
+    for _ in range(3):
+        p = rng.permutation(n)
+        again = (ece(conf[p], correct[p]), aurc(conf[p], correct[p]), e_aurc(conf[p], correct[p]), smooth_ece(conf[p], correct[p]))
+        assert again == pytest.approx(base, abs=1e-12)
+
+
+def test_perfect_ranking_has_zero_excess_area_and_calibrated_sample_small_ece() -> None:
+    conf = np.array([0.9, 0.8, 0.7, 0.6, 0.55])
+    correct = np.array([1, 1, 1, 0, 0], dtype=float)
+    assert e_aurc(conf, correct) == pytest.approx(0.0, abs=1e-12)
+    assert aurc(conf, correct) == pytest.approx(np.mean([0, 0, 0, 1 / 4, 2 / 5]))
+    rng = np.random.default_rng(2)
+    c = rng.uniform(0.5, 1.0, 50_000)
+    y = (rng.random(50_000) < c).astype(float)
+    assert ece(c, y) < 0.01 and smooth_ece(c, y) < 0.02
+    assert smooth_ece(np.full(1000, 0.95), np.r_[np.ones(600), np.zeros(400)]) == pytest.approx(0.35, abs=0.03)
+
+
+def test_undefined_metrics_are_none() -> None:
+    for fn in (ece, aurc, e_aurc, brier, smooth_ece):
+        assert fn([], []) is None
+    sel = Selective.build([0, 0], [0, 0], [0, 0], [0.8, 0.8])
+    metrics = sel.metrics()
+    assert metrics["accuracy"] is None and metrics["ece"] is None and metrics["coverage"] == 0.0
+    assert metrics["mean_reward"] == pytest.approx(0.8)
+
+
+def test_bad_inputs_are_refused() -> None:
+    with pytest.raises(ValueError):
+        ece([0.5, 1.2], [1, 0])
+    with pytest.raises(ValueError):
+        aurc([0.5], [1, 0])
+    with pytest.raises(ValueError):
+        ece([0.5], [0.3])
+
+
+def test_bootstrap_intervals_bracket_the_estimate_and_are_reproducible() -> None:
+    rng = np.random.default_rng(3)
+    n = 300
+    conf = np.round(rng.uniform(0.5, 1.0, n), 2)
+    correct = (rng.random(n) < conf).astype(float)
+    answered = (rng.random(n) < 0.8).astype(float)
+    sel = Selective.build(answered, correct, conf, rng.random(n))
+    point = sel.metrics()
+    ci = sel.bootstrap(100, seed=0)
+    assert ci == sel.bootstrap(100, seed=0)
+    for key in ("accuracy", "coverage", "brier", "aurc", "mean_reward"):
+        lo, hi = ci[key]  # type: ignore[misc]
+        assert lo <= point[key] <= hi  # type: ignore[operator]
+
+
+def test_matches_scikit_learn_brier_when_available() -> None:
+    metrics = pytest.importorskip("sklearn.metrics")
+    rng = np.random.default_rng(4)
+    conf = rng.uniform(0.5, 1, 100)
+    correct = (rng.random(100) < conf).astype(int)
+    assert brier(conf, correct) == pytest.approx(metrics.brier_score_loss(correct, conf))
