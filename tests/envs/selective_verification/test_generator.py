@@ -116,7 +116,10 @@ print(h.hexdigest())
 
 
 def test_generation_is_byte_identical_across_processes() -> None:
-    runs = {subprocess.run([sys.executable, "-c", _CHILD], capture_output=True, text=True, check=True).stdout for _ in range(2)}
+    runs = {
+        subprocess.run([sys.executable, "-c", _CHILD], capture_output=True, text=True, check=True).stdout
+        for _ in range(2)
+    }
     assert len(runs) == 1
     h = hashlib.sha256()
     for split in ("balanced", "adversarial"):
@@ -158,6 +161,7 @@ def test_text_items_carry_their_exact_probability() -> None:
 def test_golden_samples_are_stable_within_a_process() -> None:
     first = golden_samples()
     assert first == golden_samples()
-    assert Counter(s["split"] for s in first) == Counter({"balanced": 3, "random": 3, "popular": 3, "adversarial": 3, "text": 3})
+    splits = Counter(s["split"] for s in first)
+    assert splits == Counter({"balanced": 3, "random": 3, "popular": 3, "adversarial": 3, "text": 3})
     assert all(len(s.get("png_sha256", s.get("passage_sha256", ""))) == 64 for s in first)
     assert png_bytes(GeneratedSource("balanced", "eval").item(0)).startswith(b"\x89PNG")

@@ -47,7 +47,8 @@ def test_metrics_do_not_change_when_inputs_are_shuffled() -> None:
     base = (ece(conf, correct), aurc(conf, correct), e_aurc(conf, correct), smooth_ece(conf, correct))
     for _ in range(3):
         p = rng.permutation(n)
-        again = (ece(conf[p], correct[p]), aurc(conf[p], correct[p]), e_aurc(conf[p], correct[p]), smooth_ece(conf[p], correct[p]))
+        c, y = conf[p], correct[p]
+        again = (ece(c, y), aurc(c, y), e_aurc(c, y), smooth_ece(c, y))
         assert again == pytest.approx(base, abs=1e-12)
 
 

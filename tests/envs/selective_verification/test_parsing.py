@@ -17,7 +17,9 @@ from integrity_gym.envs.selective_verification.parsing import AnswerParseError, 
         ("verdict: refuted, confidence 0.55", "REFUTED", 0.55, True),
     ],
 )
-def test_answers_are_read_and_repairs_flagged(text: str, verdict: str, confidence: float | None, repaired: bool) -> None:
+def test_answers_are_read_and_repairs_flagged(
+    text: str, verdict: str, confidence: float | None, repaired: bool
+) -> None:
     parsed = parse_answer(text)
     assert (parsed.verdict, parsed.confidence, parsed.needed_repair) == (verdict, confidence, repaired)
 

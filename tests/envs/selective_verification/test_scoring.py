@@ -38,7 +38,7 @@ def test_rewards_lie_in_unit_interval_and_malformed_never_pays_more(rule: str) -
 
 def test_q_star_of_brier_default() -> None:
     assert q_star("brier", 0.8) == pytest.approx(0.7236, abs=5e-5)
-    assert DEFAULT_Q_STAR == pytest.approx((1 + math.sqrt(0.2)) / 2)
+    assert pytest.approx((1 + math.sqrt(0.2)) / 2) == DEFAULT_Q_STAR
     assert honest_value("brier", q_star("brier", 0.8)) == pytest.approx(0.8)
 
 
