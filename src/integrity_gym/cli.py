@@ -101,6 +101,31 @@ def bench(
     console.print(f"wrote {out / 'summary.json'}")
 
 
+@app.command()
+def collect(
+    claim: Annotated[str, typer.Argument(help="The claim to research, in quotes.")],
+    corpus: Annotated[Path, typer.Option(help="Folder of *.jsonl documents (url, title, text, date).")],
+    out: Annotated[Path | None, typer.Option(help="Write the scenario JSON here instead of printing it.")] = None,
+    limit: Annotated[int, typer.Option(min=2, help="Sources to retrieve.")] = 6,
+    harm: Annotated[str, typer.Option(help="Harm level of the topic: low, medium or high.")] = "medium",
+) -> None:
+    """Build an information_integrity scenario draft for CLAIM from a local corpus, for human review."""
+    from integrity_gym.envs.information_integrity.collector import DataCollector, LocalCorpusBackend, write_scenario
+
+    if harm not in ("low", "medium", "high"):
+        raise _fail(f"--harm must be low, medium or high, not {harm!r}")
+    try:
+        backend = LocalCorpusBackend(corpus)
+        scenario = DataCollector(backend).build_scenario(claim, limit=limit, harm=harm)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise _fail(str(exc)) from exc
+    if out is None:
+        console.print_json(scenario.model_dump_json())
+    else:
+        write_scenario(scenario, out)
+        console.print(f"wrote {out}: {len(scenario.sources)} sources, derived label {scenario.label} (review it)")
+
+
 def main() -> None:
     """Entry point for ``python -m integrity_gym``."""
     app()
