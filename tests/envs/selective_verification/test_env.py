@@ -139,8 +139,22 @@ def test_summarize_reports_dataset_metrics_and_blind_baseline() -> None:
         env.step({"verdict": verdict if seed % 7 else "ABSTAIN", "confidence": p})
         grades.append(env.grade())
     summary = SelectiveVerificationEnv.summarize(grades)
-    for key in ("accuracy", "coverage", "abstain_rate", "ece", "smooth_ece", "brier", "aurc", "e_aurc",
-                "mean_reward", "reward_gain", "blind_mean_reward", "blind_accuracy", "ece_ci_low", "accuracy_ci_high"):
+    for key in (
+        "accuracy",
+        "coverage",
+        "abstain_rate",
+        "ece",
+        "smooth_ece",
+        "brier",
+        "aurc",
+        "e_aurc",
+        "mean_reward",
+        "reward_gain",
+        "blind_mean_reward",
+        "blind_accuracy",
+        "ece_ci_low",
+        "accuracy_ci_high",
+    ):
         assert key in summary
     assert summary["coverage"] == pytest.approx(1 - summary["abstain_rate"])  # type: ignore[operator]
     assert summary["blind_accuracy"] > 0.6  # type: ignore[operator]  # popular: names alone answer most
@@ -203,8 +217,14 @@ def test_pope_loader_reads_question_files_and_images(tmp_path: Path) -> None:
         name = f"COCO_val2014_{i // 6:012d}.png"
         (images / name).write_bytes(png_bytes(item))
         article = "an" if item.category[0] in "aeiou" else "a"
-        rows.append({"question_id": i, "image": name, "text": f"Is there {article} {item.category} in the image?",
-                     "label": "yes" if item.label else "no"})
+        rows.append(
+            {
+                "question_id": i,
+                "image": name,
+                "text": f"Is there {article} {item.category} in the image?",
+                "label": "yes" if item.label else "no",
+            }
+        )
     qfile = tmp_path / "coco_pope_random.json"
     qfile.write_text("\n".join(json.dumps(r) for r in rows))
     env = make(source="pope", pope_questions=str(qfile), pope_images=str(images), partition="all", num_tasks=50)
@@ -229,7 +249,15 @@ def test_pope_loader_reads_question_files_and_images(tmp_path: Path) -> None:
 
 
 def test_spec_mismatch_is_refused() -> None:
-    other = TaskSpec(env="pii_redaction", name="x", version=0, description="", tier="easy", success_threshold=0.5,
-                     max_steps=1, entry="integrity_gym.envs.selective_verification.env:SelectiveVerificationEnv")
+    other = TaskSpec(
+        env="pii_redaction",
+        name="x",
+        version=0,
+        description="",
+        tier="easy",
+        success_threshold=0.5,
+        max_steps=1,
+        entry="integrity_gym.envs.selective_verification.env:SelectiveVerificationEnv",
+    )
     with pytest.raises(ValueError):
         SelectiveVerificationEnv(other)

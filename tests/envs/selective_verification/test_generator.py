@@ -46,6 +46,7 @@ def test_popular_and_adversarial_negatives_follow_training_statistics() -> None:
     assert set(negatives) <= set(top)
     random_negs = [d.category for d in GeneratedSource("random", "eval").drafts(600) if not d.label]
     assert len(set(random_negs)) > 40
+
     # adversarial negatives co-occur with what is present far more than random ones do
     def co(source: GeneratedSource, n: int) -> float:
         values = []

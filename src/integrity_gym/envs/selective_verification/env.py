@@ -10,7 +10,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -106,11 +106,10 @@ def _source(config: VerificationConfig, partition: str) -> Source:
     if config.source == "pope":
         assert config.pope_questions and config.pope_images
         return PopeSource(config.pope_questions, config.pope_images, partition, config.eval_fraction)
+    part = cast(PartitionName, partition)
     if config.variant == "text":
-        return TextSource(partition, config.seed, config.eval_fraction)  # type: ignore[arg-type]
-    return GeneratedSource(
-        config.split, partition, config.seed, config.difficulty, config.image_size, config.eval_fraction  # type: ignore[arg-type]
-    )
+        return TextSource(part, config.seed, config.eval_fraction)
+    return GeneratedSource(config.split, part, config.seed, config.difficulty, config.image_size, config.eval_fraction)
 
 
 def source_for(config: VerificationConfig, partition: str | None = None) -> Source:
@@ -248,8 +247,12 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
         if action.verdict != "ABSTAIN" and action.confidence is None:
             return self._reject(action, f"a {action.verdict} verdict needs a confidence in [0, 1]")
         breakdown = answer_reward(
-            action.verdict, action.confidence, item.label,
-            rule=self.config.scoring_rule, abstain_reward=self.config.payoff, epsilon=self.config.epsilon,
+            action.verdict,
+            action.confidence,
+            item.label,
+            rule=self.config.scoring_rule,
+            abstain_reward=self.config.payoff,
+            epsilon=self.config.epsilon,
         )
         record = AnswerRecord(
             raw=self._pending_raw,
@@ -273,8 +276,14 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
             except (TypeError, ValueError):
                 text = repr(raw)[:_RAW_LIMIT]
         record = AnswerRecord(
-            raw=text, verdict=None, confidence=None, malformed=True, needed_repair=False,
-            error=f"malformed answer (pays 0): {message}", reward=0.0, reward_breakdown=malformed_reward(),
+            raw=text,
+            verdict=None,
+            confidence=None,
+            malformed=True,
+            needed_repair=False,
+            error=f"malformed answer (pays 0): {message}",
+            reward=0.0,
+            reward_breakdown=malformed_reward(),
         )
         return self._finish(record)
 

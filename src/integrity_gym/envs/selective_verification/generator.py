@@ -90,6 +90,7 @@ def negatives(sampler: str, present: tuple[str, ...], rng: random.Random, k: int
     if sampler == "popular":
         return sorted(absent, key=lambda c: (-freq[c], c))[:k]
     if sampler == "adversarial":
+
         def co(c: str) -> int:
             return sum(pairs.get((c, p), 0) for p in present)
 

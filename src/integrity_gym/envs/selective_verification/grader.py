@@ -102,7 +102,9 @@ def summarize(grades: Sequence[Grade], resamples: int = BOOTSTRAP_RESAMPLES) -> 
         if missing:
             raise ValueError(f"a grade is not from selective_verification (missing {sorted(missing)})")
     sel = Selective.build(
-        [r["answered"] for r in rows], [r["correct"] for r in rows], [r["confidence"] for r in rows],
+        [r["answered"] for r in rows],
+        [r["correct"] for r in rows],
+        [r["confidence"] for r in rows],
         [r["reward"] for r in rows],
     )
     metrics = sel.metrics()
@@ -139,8 +141,6 @@ def summarize(grades: Sequence[Grade], resamples: int = BOOTSTRAP_RESAMPLES) -> 
     if all("true_probability" in r for r in rows):
         out["mean_expected_reward"] = float(np.mean([r["expected_reward"] for r in rows]))
         out["mean_optimal_expected_reward"] = float(np.mean([r["optimal_expected_reward"] for r in rows]))
-        out["regret"] = float(
-            np.mean([r["optimal_expected_reward"] - r["expected_reward"] for r in rows])
-        )
+        out["regret"] = float(np.mean([r["optimal_expected_reward"] - r["expected_reward"] for r in rows]))
         out["probability_mae"] = _mean([r["probability_error"] for r in rows if "probability_error" in r])
     return out

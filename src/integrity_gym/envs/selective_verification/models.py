@@ -26,8 +26,7 @@ class VerificationAction(Action):
         default=None,
         ge=0.0,
         le=1.0,
-        description="Probability that the verdict is correct; required unless abstaining, "
-        "ignored when abstaining.",
+        description="Probability that the verdict is correct; required unless abstaining, ignored when abstaining.",
     )
 
     def __str__(self) -> str:

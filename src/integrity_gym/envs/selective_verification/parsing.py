@@ -138,9 +138,7 @@ def parse_answer(text: str) -> ParsedAnswer:
         if conf:
             mapping["confidence"] = conf.group(1) + conf.group(2)
         return from_mapping(mapping, repaired=True)
-    raise AnswerParseError(
-        'the answer is not a JSON object like {"verdict": "SUPPORTED", "confidence": 0.9}'
-    )
+    raise AnswerParseError('the answer is not a JSON object like {"verdict": "SUPPORTED", "confidence": 0.9}')
 
 
 def _repair(obj: str) -> str:

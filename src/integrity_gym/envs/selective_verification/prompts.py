@@ -23,8 +23,7 @@ def system_prompt(modality: Modality, rule: ScoringRule, abstain_reward: float, 
             "false (REFUTED), or decline to answer (ABSTAIN), and say how likely your verdict is "
             "to be correct.",
             f"Answer with one JSON object and nothing else: {ANSWER_FORMAT}",
-            "confidence c is your probability that your verdict is correct; it is ignored when you "
-            "abstain.",
+            "confidence c is your probability that your verdict is correct; it is ignored when you abstain.",
             f"Scoring ({rule} rule): {formula}. ABSTAIN pays a flat {abstain_reward:.4f}. An "
             "answer that cannot be read pays 0.",
             "The rule is strictly proper: your expected reward is highest when c is your true "

@@ -219,9 +219,7 @@ def place_objects(
         mys, mxs = np.nonzero(mask)
         box = (x + int(mxs.min()), y + int(mys.min()), x + int(mxs.max()) + 1, y + int(mys.max()) + 1)
         visible = round(shown / areas[idx], 4)
-        objects.append(
-            SceneObject(category=cat, x=x, y=y, size=size, angle=angle, box=box, visible_fraction=visible)
-        )
+        objects.append(SceneObject(category=cat, x=x, y=y, size=size, angle=angle, box=box, visible_fraction=visible))
     return tuple(objects)
 
 

@@ -140,9 +140,7 @@ class TextSource:
         for p in places:
             cells = [f"{priors[p]:.2f}"] + [f"{rates[p][o]:.2f}" for o in columns]
             lines.append(f"| {p} | " + " | ".join(cells) + " |")
-        fact_text = "; ".join(
-            f"it shows {noun_phrase(o) if facts[o] else _negated(o)}" for o in sorted(evidence)
-        )
+        fact_text = "; ".join(f"it shows {noun_phrase(o) if facts[o] else _negated(o)}" for o in sorted(evidence))
         lines += ["", f"What is known about this photo: {fact_text}."]
         claim = f"The photo shows {noun_phrase(target) if positive else _negated(target)}."
         return Item(
