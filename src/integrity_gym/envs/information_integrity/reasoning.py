@@ -73,38 +73,42 @@ def _alternation(words: Collection[str]) -> str:
     return "|".join(re.escape(w).replace(r"\ ", r"[\s_-]+") for w in sorted(words, key=len, reverse=True))
 
 
+# One compiled grammar for every scenario: ids are matched generically and then looked up, so no
+# pattern is built per scenario.
+_ID = r"(?<![A-Za-z0-9_-])[A-Za-z][A-Za-z0-9_-]*(?![A-Za-z0-9_-])"
+_END = r"(?![A-Za-z0-9_-])"
+_PATTERNS = (
+    ("stance", re.compile(rf"(?P<s>{_ID})\s+(?P<v>{_alternation(_STANCE_WORDS)})\s+(?P<c>{_ID})", re.IGNORECASE)),
+    (
+        "status",
+        re.compile(rf"(?P<c>{_ID})\s+is\s+(?:now\s+)?(?P<v>{_alternation(_STATUS_WORDS)}){_END}", re.IGNORECASE),
+    ),
+    ("discount", re.compile(rf"(?P<s>{_ID})\s+is\s+(?P<v>satire|outdated){_END}", re.IGNORECASE)),
+    ("harm", re.compile(rf"(?<![A-Za-z0-9_-])harm(?:\s+level)?\s+is\s+(?P<v>low|medium|high){_END}", re.IGNORECASE)),
+)
+
+
 def parse_statements(text: str, claim_ids: Collection[str], source_ids: Collection[str]) -> list[Statement]:
     """Find the typed statements in ``text`` (case-insensitive), in order of appearance."""
     if not text:
         return []
     claims = {c.lower(): c for c in claim_ids}
     sources = {s.lower(): s for s in source_ids}
-    claim_re = _alternation(claims) or r"(?!x)x"
-    source_re = _alternation(sources) or r"(?!x)x"
-    edge = r"(?<![A-Za-z0-9_-])"
-    end = r"(?![A-Za-z0-9_-])"
-    patterns = [
-        ("stance", rf"{edge}(?P<s>{source_re}){end}\s+(?P<v>{_alternation(_STANCE_WORDS)})\s+(?P<c>{claim_re}){end}"),
-        ("status", rf"{edge}(?P<c>{claim_re}){end}\s+is\s+(?:now\s+)?(?P<v>{_alternation(_STATUS_WORDS)}){end}"),
-        ("discount", rf"{edge}(?P<s>{source_re}){end}\s+is\s+(?P<v>satire|outdated){end}"),
-        ("harm", rf"{edge}harm(?:\s+level)?\s+is\s+(?P<v>low|medium|high){end}"),
-    ]
     found: list[tuple[int, Statement]] = []
-    for kind, pattern in patterns:
-        for m in re.finditer(pattern, text, flags=re.IGNORECASE):
-            value = re.sub(r"[\s_-]+", " ", m["v"].lower())
+    for kind, pattern in _PATTERNS:
+        for m in pattern.finditer(text):
             groups = m.groupdict()
-            if kind == "stance":
-                subject = f"{sources[groups['s'].lower()]}|{claims[groups['c'].lower()]}"
-                value = _STANCE_WORDS[value]
-            elif kind == "status":
-                subject = claims[groups["c"].lower()]
-                value = _STATUS_WORDS[value]
-            elif kind == "discount":
-                subject = sources[groups["s"].lower()]
-            else:
-                subject = "harm"
-            found.append((m.start(), Statement(kind, subject, value)))
+            source = sources.get(groups["s"].lower()) if groups.get("s") else None
+            claim = claims.get(groups["c"].lower()) if groups.get("c") else None
+            value = re.sub(r"[\s_-]+", " ", m["v"].lower())
+            if kind == "stance" and source and claim:
+                found.append((m.start(), Statement(kind, f"{source}|{claim}", _STANCE_WORDS[value])))
+            elif kind == "status" and claim:
+                found.append((m.start(), Statement(kind, claim, _STATUS_WORDS[value])))
+            elif kind == "discount" and source:
+                found.append((m.start(), Statement(kind, source, value)))
+            elif kind == "harm":
+                found.append((m.start(), Statement(kind, "harm", value)))
     found.sort(key=lambda pair: pair[0])
     return [s for _, s in found]
 
