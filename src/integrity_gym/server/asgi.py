@@ -1,0 +1,8 @@
+"""A ready ASGI application for ``uvicorn integrity_gym.server.asgi:app`` (settings from ``IGYM_*``).
+
+Importing this module builds the app; prefer ``igym serve`` or ``create_app`` in code.
+"""
+
+from integrity_gym.server.app import app_from_environment
+
+app = app_from_environment()
