@@ -86,7 +86,7 @@ _STREET = (
     r"Place|Pl\.?|Terrace|Ter\.?|Circle|Cir\.?|Parkway|Pkwy\.?|Highway|Hwy\.?)"
 )
 _ADDRESS = re.compile(
-    rf"\b\d{{1,5}}\s+(?:[A-Z][a-z]+\s+){{1,3}}{_STREET}(?![a-z])"
+    rf"\b\d{{1,5}}[ \t]+(?:[A-Z][a-z]+[ \t]+){{1,3}}{_STREET}(?![a-z])"
     r"(?:,?\s+(?:Apt\.?|Unit|Suite|#)\s*\d+[A-Z]?)?"
     r"(?:,?\s+(?:[A-Z][a-z]+\s?){1,3},?\s+[A-Z]{2}\s+\d{5}(?:-\d{4})?)?"
 )
