@@ -306,7 +306,7 @@ def _claim_sources(rng: random.Random, index: int, status: Status, known: bool) 
 
 def _traps(rng: random.Random, tier: Difficulty, statuses: list[Status]) -> list[_SourcePlan]:
     """Distractors: weak sources against the main evidence, outdated or satirical ones, neutral ones."""
-    n_traps = {"easy": 1, "medium": rng.randint(1, 2), "hard": rng.randint(2, 3)}[tier]
+    n_traps = {"easy": 1, "medium": rng.randint(1, 2), "hard": rng.randint(3, 4)}[tier]
     kinds = {"easy": ("weak",), "medium": ("weak", "stale", "neutral"), "hard": ("weak", "stale", "satire", "neutral")}[
         tier
     ]
@@ -352,7 +352,7 @@ def _attempt(rng: random.Random, tier: Difficulty, partition: Partition, seed: i
     harm, statuses = _plan_statuses(rng, tier, label, family)
     templates = rng.sample(family.claims, len(statuses))
     claim_texts = [_fill(t, values) for t in templates]
-    p_known = {"easy": 1.0, "medium": 0.5, "hard": 0.3}[tier]
+    p_known = {"easy": 1.0, "medium": 0.6, "hard": 0.2}[tier]
     claim_ids = _ids(rng, "claim", len(statuses), opaque=False)
     claims: list[ClaimFact] = []
     plans: list[_SourcePlan] = []
