@@ -42,6 +42,8 @@ from integrity_gym.core.registry import TaskSpec, get_spec
 from integrity_gym.core.types import Grade, StepResult
 
 Transport = Literal["ws", "http"]
+#: Error codes after which the server closes the WebSocket.
+_FATAL_CODES = frozenset({"CAPACITY_REACHED", "SESSION_ERROR"})
 
 
 class _Base:
@@ -79,6 +81,7 @@ class _Base:
         self.session_id: str | None = None
         self._last_obs: Any = None
         self._closed = False
+        self._fatal = False
 
     # ------------------------------------------------------------ helpers shared by both
     def _reset_body(
@@ -125,7 +128,10 @@ class _Base:
     def _ws_reply(self, raw: str | bytes) -> dict[str, Any]:
         reply = json.loads(raw)
         if reply.get("type") == "error":
-            raise ws_error(reply.get("data") or {})
+            error = reply.get("data") or {}
+            if error.get("code") in _FATAL_CODES:
+                self._fatal = True  # the server closes the connection after these
+            raise ws_error(error)
         data: dict[str, Any] = reply.get("data") or {}
         return data
 
@@ -176,7 +182,10 @@ class RemoteEnv(_Base):
             self._connect_ws()
         for attempt in range(2):
             try:
-                self._ws.send(json.dumps(message))
+                with contextlib.suppress(ConnectionClosed):
+                    # A refused session (at capacity, reaped) sends an error frame, then closes:
+                    # the send may fail but the frame is still queued, and recv() returns it.
+                    self._ws.send(json.dumps(message))
                 raw = self._ws.recv(timeout=self.timeout)
                 break
             except TimeoutError as exc:
@@ -193,7 +202,12 @@ class RemoteEnv(_Base):
                 raise SessionLostError(
                     f"the connection to {self.base_url} dropped mid-episode: {exc}", "SESSION_ERROR"
                 ) from exc
-        return self._ws_reply(raw)
+        try:
+            return self._ws_reply(raw)
+        finally:
+            if self._fatal:
+                self._fatal = False
+                self._drop_ws()
 
     def _client(self) -> httpx.Client:
         if self._http is None:
@@ -341,7 +355,9 @@ class AsyncRemoteEnv(_Base):
                 await self._connect_ws()
             for attempt in range(2):
                 try:
-                    await self._ws.send(json.dumps(message))
+                    with contextlib.suppress(ConnectionClosed):
+                        # A refused session sends an error frame, then closes: recv() still gets it.
+                        await self._ws.send(json.dumps(message))
                     raw = await asyncio.wait_for(self._ws.recv(), timeout=self.timeout)
                     break
                 except (TimeoutError, asyncio.CancelledError) as exc:
@@ -359,7 +375,12 @@ class AsyncRemoteEnv(_Base):
                     raise SessionLostError(
                         f"the connection to {self.base_url} dropped mid-episode: {exc}", "SESSION_ERROR"
                     ) from exc
-        return self._ws_reply(raw)
+        try:
+            return self._ws_reply(raw)
+        finally:
+            if self._fatal:
+                self._fatal = False
+                await self._drop_ws()
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
