@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from integrity_gym.core.env import EpisodeFinishedError
-from integrity_gym.core.registry import get_spec, list_tasks, make
+from integrity_gym.core.registry import list_tasks, make
 
 app = typer.Typer(help="integrity-gym: information-integrity environments for LLM agents.", no_args_is_help=True)
-console = Console()
+# Piped output (logs, CI) gets a wide table instead of rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 160)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -24,7 +26,7 @@ def _fail(message: str) -> typer.Exit:
 @app.command("list")
 def list_command(pattern: Annotated[str, typer.Argument(help="Glob over task ids.")] = "*") -> None:
     """List registered tasks with their success thresholds and step limits."""
-    table = Table("task", "tier", "threshold", "max steps", "description")
+    table = Table(Column("task", no_wrap=True), "tier", "threshold", "max steps", "description")
     for spec in list_tasks(pattern):
         table.add_row(spec.id, spec.tier, f"{spec.success_threshold:.2f}", str(spec.max_steps), spec.description)
     console.print(table)
@@ -73,32 +75,86 @@ def play(
 @app.command()
 def bench(
     tasks: Annotated[str, typer.Option(help="Glob (or comma-separated globs) over task ids.")] = "*",
-    agent: Annotated[str, typer.Option(help="Agent: heuristic, random, oracle, noop.")] = "heuristic",
+    agent: Annotated[str, typer.Option(help="Agent: heuristic, random, oracle, noop, llm (or an env's own).")] = (
+        "heuristic"
+    ),
     episodes: Annotated[int, typer.Option(min=1, help="Episodes per task.")] = 5,
-    seed: Annotated[int, typer.Option(help="Seed of the first episode; episode i uses seed + i.")] = 0,
-    out: Annotated[Path, typer.Option(help="Output folder for summary.json.")] = Path("outputs/bench"),
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the first episode; episode i uses seed + i.")] = 0,
+    seeds: Annotated[str | None, typer.Option(help="Explicit comma-separated episode seeds (overrides).")] = None,
+    partition: Annotated[str, typer.Option(help="Items from: eval, train, all, or default (the env's).")] = "eval",
+    max_steps: Annotated[int | None, typer.Option(min=1, help="Step cap per episode.")] = None,
+    server: Annotated[str | None, typer.Option(help="Play against a running `igym serve` at this URL.")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Episodes played at once.")] = 1,
+    config: Annotated[list[str] | None, typer.Option(help="Env config override KEY=VALUE (JSON value).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Run folder (default outputs/<run-id>).")] = None,
+    db: Annotated[Path, typer.Option(help="SQLite results database.")] = Path("outputs/results.sqlite"),
+    no_db: Annotated[bool, typer.Option("--no-db", help="Do not record the run in the database.")] = False,
+    echo: Annotated[str, typer.Option(help="Log lines shown: none, end (one per episode), all.")] = "end",
+    no_observations: Annotated[
+        bool, typer.Option("--no-observations", help="Leave observations out of episodes.jsonl.")
+    ] = False,
+    local_llm: Annotated[
+        bool, typer.Option("--local-llm", help="Serve the bundled tiny SmolLM2 on 127.0.0.1 for --agent llm.")
+    ] = False,
 ) -> None:
-    """Run an agent over tasks, print a table and write OUT/summary.json."""
-    from integrity_gym.bench.runner import run_bench
+    """Run an agent over tasks: progress, [START]/[STEP]/[END] log, summary tables, a run folder."""
+    import contextlib
+    import json
+    import os
 
+    from integrity_gym.bench.display import LiveProgress, print_summary
+    from integrity_gym.bench.runner import BenchConfig, run_bench
+
+    if echo not in ("none", "end", "all"):
+        raise _fail(f"--echo must be none, end or all, not {echo!r}")
+    env_config = {}
+    for item in config or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise _fail(f"--config takes KEY=VALUE, got {item!r}")
+        try:
+            env_config[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            env_config[key.strip()] = raw
     try:
-        summaries = run_bench(tasks, agent, episodes=episodes, seed=seed, out_dir=out)
-    except ValueError as exc:
-        raise _fail(str(exc)) from exc
-    table = Table("task", "episodes", "mean score", "threshold", "success rate", "mean return", "metrics")
-    for task_id, s in summaries.items():
-        metrics = ", ".join(f"{k}={'n/a' if v is None else f'{v:.3f}'}" for k, v in s.metrics.items())
-        table.add_row(
-            task_id,
-            str(s.episodes),
-            f"{s.mean_score:.3f}",
-            f"{get_spec(task_id).success_threshold:.2f}",
-            f"{s.success_rate:.0%}",
-            f"{s.mean_return:+.3f}",
-            metrics,
-        )
-    console.print(table)
-    console.print(f"wrote {out / 'summary.json'}")
+        seed_list = tuple(int(s) for s in seeds.split(",") if s.strip()) if seeds else None
+    except ValueError:
+        raise _fail(f"--seeds takes comma-separated whole numbers, got {seeds!r}") from None
+    stack = contextlib.ExitStack()
+    with stack:
+        llm_settings = None
+        try:
+            if local_llm:
+                from integrity_gym.bench.local_llm import MODEL_NAME, local_llm_server
+
+                base = stack.enter_context(local_llm_server())
+                os.environ.setdefault("MODEL_NAME", MODEL_NAME)
+                os.environ["API_BASE_URL"] = base
+            if agent == "llm":
+                from integrity_gym.agents.llm import LLMSettings
+
+                llm_settings = LLMSettings.from_env()
+            options = BenchConfig.build(
+                tasks=tasks, agent=agent, episodes=len(seed_list) if seed_list else episodes, seed=seed,
+                seeds=seed_list, partition=None if partition == "default" else partition, max_steps=max_steps,
+                server=server, concurrency=concurrency, env_config=env_config, keep_observations=not no_observations,
+            )  # fmt: skip
+            model = llm_settings.model_name if llm_settings else agent
+            with LiveProgress(console, echo=echo, model=model) as live:  # type: ignore[arg-type]
+                result = run_bench(
+                    bench=options, out_dir=out, db_path=None if no_db else db, llm_settings=llm_settings,
+                    progress=live, command=" ".join(["igym", *sys.argv[1:]]),
+                )  # fmt: skip
+        except (ValueError, RuntimeError, ImportError) as exc:
+            raise _fail(str(exc)) from exc
+    wide = console if console.is_terminal else Console(width=200)
+    print_summary(wide, result)
+    if not no_db:
+        wide.print(f"recorded run {result.run_id} in {db}")
+    if result.status == "interrupted":
+        raise typer.Exit(code=130)
+    if result.records and all(r["error"] for r in result.records):
+        raise typer.Exit(code=1)
 
 
 @app.command()
@@ -124,6 +180,36 @@ def collect(
     else:
         write_scenario(scenario, out)
         console.print(f"wrote {out}: {len(scenario.sources)} sources, derived label {scenario.label} (review it)")
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0 picks a free one).")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes (more than 1 needs --sessions redis://).")] = 1,
+    sessions: Annotated[str, typer.Option(help="Session store: memory, or redis://host:port/db to share.")] = "memory",
+    max_sessions: Annotated[int, typer.Option(min=1, help="Most sessions open at once.")] = 1024,
+    session_ttl: Annotated[float, typer.Option(min=0.01, help="Idle seconds before a session is reaped.")] = 600.0,
+    tasks: Annotated[str, typer.Option(help="Glob over task ids to serve.")] = "*",
+) -> None:
+    """Serve every environment over OpenEnv's WebSocket protocol and stateful HTTP (docs at /docs)."""
+    try:
+        from integrity_gym.server.app import ServerConfig
+        from integrity_gym.server.app import serve as run_server
+        from integrity_gym.server.security import admin_token_from_env
+    except ImportError as exc:
+        raise _fail(f"the server needs the 'server' extra: pip install 'integrity-gym[server]' ({exc})") from exc
+    try:
+        config = ServerConfig(
+            sessions=sessions,
+            max_sessions=max_sessions,
+            session_ttl_s=session_ttl,
+            tasks=tasks,
+            admin_token=admin_token_from_env(),
+        )
+        run_server(host=host, port=port, workers=workers, config=config)
+    except ValueError as exc:
+        raise _fail(str(exc)) from exc
 
 
 def main() -> None:

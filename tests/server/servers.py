@@ -48,15 +48,26 @@ class ServerProcess:
 
 
 def start_server(
-    args: Sequence[str] = (), *, admin_token: str | None = ADMIN_TOKEN, extra_env: dict[str, str] | None = None
+    args: Sequence[str] = (),
+    *,
+    admin_token: str | None = ADMIN_TOKEN,
+    extra_env: dict[str, str] | None = None,
+    cli: bool = False,
 ) -> ServerProcess:
-    """Start a server on a free port (uvicorn picks it) and wait until it answers /health."""
+    """Start a server on a free port (uvicorn picks it) and wait until it answers /health.
+
+    ``cli=True`` starts it as ``igym serve`` (registered tasks only) instead of
+    ``python -m integrity_gym.server`` (which also serves the minimal protocol-test task).
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith("IGYM_") or k == "IGYM_REQUIRE_SERVICES"}
     if admin_token is not None:
         env["IGYM_ADMIN_TOKEN"] = admin_token
     env.update(extra_env or {})
-    cmd = [sys.executable, "-m", "integrity_gym.server", "--host", "127.0.0.1", "--port", "0"]
-    cmd += ["--extra-tasks", EXTRA_TASKS, *args]
+    if cli:
+        cmd = [sys.executable, "-m", "integrity_gym", "serve", "--host", "127.0.0.1", "--port", "0", *args]
+    else:
+        cmd = [sys.executable, "-m", "integrity_gym.server", "--host", "127.0.0.1", "--port", "0"]
+        cmd += ["--extra-tasks", EXTRA_TASKS, *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     log: list[str] = []
     deadline = time.monotonic() + 60
@@ -70,7 +81,15 @@ def start_server(
         if match:
             server = ServerProcess(match.group(1), proc, log)
             _drain(server)
-            return server
+            while time.monotonic() < deadline:  # with several workers, the port opens first
+                try:
+                    if httpx.get(server.url + "/health", timeout=5, trust_env=False).status_code == 200:
+                        return server
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.05)
+            server.stop()
+            break
     proc.kill()
     proc.wait()
     raise RuntimeError("server did not start:\n" + "".join(log))

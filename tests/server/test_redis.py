@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -108,3 +109,28 @@ def test_capacity_is_shared_by_the_processes() -> None:
         finally:
             first.stop()
             second.stop()
+
+
+def test_igym_serve_with_two_workers_shares_sessions() -> None:
+    """``igym serve --workers 2 --sessions redis://``: requests on fresh connections reach both workers."""
+    require_service(redis_available(), "redis-server and the redis package")
+    import integrity_gym
+
+    task_id = integrity_gym.list_tasks()[0].id
+    env = task_id.split("/")[0]
+    ref = reference(task_id, SEED)
+    with running_redis() as url:
+        server = start_server(["--workers", "2", "--sessions", url], cli=True)
+        try:
+            reply = httpx.post(f"{server.url}/{env}/reset", json={"seed": SEED, "task": task_id}, trust_env=False)
+            session = reply.json()["session_id"]
+            for action, want in zip(ref.actions, ref.seen[1:], strict=True):
+                # A new connection per request: the kernel spreads them over the two workers.
+                step = httpx.post(
+                    f"{server.url}/{env}/step", json={"session_id": session, "action": action}, trust_env=False
+                )
+                assert step.status_code == 200, step.text
+                assert step.json()["reward"] == json.loads(want)["reward"]
+            assert "Started parent process" in "".join(server.log)
+        finally:
+            server.stop()
