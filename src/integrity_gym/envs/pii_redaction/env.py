@@ -369,11 +369,11 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
         """Random action; a random REDACT lies inside the visible window."""
         kind = rng.choices(["REDACT", "NEXT_CHUNK", "PREV_CHUNK", "SKIP", "FINISH"], weights=[8, 5, 2, 3, 1])[0]
         if kind != "REDACT":
-            return RedactionAction(action_type=kind)  # type: ignore[arg-type]
+            return RedactionAction(action_type=kind)
         width = len(observation.visible_text)
         start = observation.cursor_position + rng.randrange(max(1, width - 1))
         end = min(observation.cursor_position + width, start + rng.randint(1, 40))
-        return RedactionAction(action_type="REDACT", start=start, end=max(end, start + 1), label=rng.choice(LABELS))  # type: ignore[arg-type]
+        return RedactionAction(action_type="REDACT", start=start, end=max(end, start + 1), label=rng.choice(LABELS))
 
     @classmethod
     def oracle_action(cls, state: RedactionState) -> RedactionAction:
@@ -401,7 +401,7 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
     def counterfactual(cls, state: RedactionState, rng: random.Random) -> RedactionState:
         """Relabel every gold entity and drop some: nothing the agent sees may change."""
         kept = [
-            Entity(start=e.start, end=e.end, text=e.text, label=LABELS[(LABELS.index(e.label) + 1) % len(LABELS)])  # type: ignore[arg-type]
+            Entity(start=e.start, end=e.end, text=e.text, label=LABELS[(LABELS.index(e.label) + 1) % len(LABELS)])
             for e in state.document.entities
             if rng.random() < 0.5
         ]

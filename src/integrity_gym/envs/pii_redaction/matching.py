@@ -189,13 +189,13 @@ def match(pred: Sequence[Span], gold: Sequence[Span], threshold: float) -> dict[
     result: dict[int, int] = {}
     # Stars around a gold span (every prediction in them has one candidate): best prediction wins.
     star = deg_p == 1
-    keys = (p_label[pi], p_end[pi], p_start[pi], -score, wrong, gi)
-    first = _first_per_group(np.lexsort(tuple(k[star] for k in keys)), gi[star])
+    gold_keys = (p_label[pi], p_end[pi], p_start[pi], -score, wrong, gi)
+    first = _first_per_group(np.lexsort(tuple(k[star] for k in gold_keys)), gi[star])
     result.update(zip(gi[star][first].tolist(), pi[star][first].tolist(), strict=True))
     # Stars around a prediction (its gold candidates have no other prediction): best gold wins.
     rest = ~star
-    keys = (g_end[gi], g_start[gi], -score, wrong, pi)
-    first = _first_per_group(np.lexsort(tuple(k[rest] for k in keys)), pi[rest])
+    pred_keys = (g_end[gi], g_start[gi], -score, wrong, pi)
+    first = _first_per_group(np.lexsort(tuple(k[rest] for k in pred_keys)), pi[rest])
     result.update(zip(gi[rest][first].tolist(), pi[rest][first].tolist(), strict=True))
     return result
 
