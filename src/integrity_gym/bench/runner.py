@@ -1,22 +1,91 @@
-"""Run agents over tasks and summarise the results."""
+"""Run agents over tasks: episodes in parallel threads, full trajectories, summaries, run folders.
+
+``run_bench`` is the library entry point (``igym bench`` calls it). One run writes, under its
+folder: ``run.log`` (``[START]/[STEP]/[END]`` blocks, then the summary), ``episodes.jsonl`` (one
+line per episode with the whole trajectory), ``summary.json`` and ``config.json`` (the resolved
+configuration, the seeds and the command that reproduces the run). Episodes are also recorded in
+the SQLite results database as they finish. Ctrl-C stops the run after the steps in flight and
+keeps every finished episode; an episode that raises is recorded with its error and the run
+goes on.
+"""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
-from collections.abc import Sequence
+import os
+import platform
+import secrets
+import shlex
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from integrity_gym.agents.base import make_agent
+from integrity_gym.bench import logs
+from integrity_gym.core.env import describe_validation_error
 from integrity_gym.core.registry import TaskSpec, get_spec, list_tasks, make
 from integrity_gym.core.types import Grade
+
+Partition = Literal["train", "eval", "all"]
+_SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
+
+
+class RunInterrupted(Exception):
+    """Raised inside an episode when the run is being stopped (Ctrl-C)."""
+
+
+class BenchConfig(BaseModel):
+    """Everything that decides what a run plays; saved as ``config.json`` and replayable."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tasks: str = Field("*", description="Glob (or comma-separated globs) over task ids.")
+    agent: str = Field("heuristic", description="Agent name (heuristic, random, oracle, noop, llm, ...).")
+    episodes: int = Field(5, ge=1, le=100_000, description="Episodes per task.")
+    seed: int = Field(0, ge=0, description="Seed of the first episode; episode i uses seed + i.")
+    seeds: tuple[int, ...] | None = Field(None, description="Explicit episode seeds (overrides seed/episodes).")
+    partition: Partition | None = Field("eval", description="Partition of generated items (None: env default).")
+    max_steps: int | None = Field(None, ge=1, description="Step cap per episode on top of the task's own.")
+    server: str | None = Field(None, description="URL of an `igym serve` to play against (None: in-process).")
+    concurrency: int = Field(1, ge=1, le=512, description="Episodes played at once.")
+    env_config: dict[str, Any] = Field(default_factory=dict, description="Config overrides for every env.")
+    keep_observations: bool = Field(True, description="Store every observation in episodes.jsonl.")
+    llm: dict[str, Any] | None = Field(None, description="Resolved llm agent settings (key excluded).")
+
+    @field_validator("seeds")
+    @classmethod
+    def _check_seeds(cls, value: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        if value is not None and (not value or min(value) < 0 or len(set(value)) != len(value)):
+            raise ValueError("seeds must be distinct non-negative integers, at least one")
+        return value
+
+    def seed_list(self) -> list[int]:
+        """The seed of every episode index."""
+        return list(self.seeds) if self.seeds is not None else [self.seed + i for i in range(self.episodes)]
+
+    @classmethod
+    def build(cls, **values: Any) -> BenchConfig:
+        """Validate, turning pydantic's error into a ValueError naming the option."""
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise ValueError(f"invalid bench options: {describe_validation_error(exc)}") from exc
 
 
 @dataclass
 class EpisodeResult:
-    """One finished episode."""
+    """One finished episode (the foundation's shape; ``run_episode`` returns it)."""
 
     task_id: str
     seed: int
@@ -29,83 +98,499 @@ class EpisodeResult:
 
 @dataclass
 class TaskSummary:
-    """Aggregates over one task's episodes."""
+    """Aggregates over one task's episodes (failed episodes are counted apart, not averaged)."""
 
     episodes: int
-    mean_score: float
-    success_rate: float
-    mean_return: float
+    mean_score: float | None
+    success_rate: float | None
+    mean_return: float | None
     metrics: dict[str, float | None] = field(default_factory=dict)
+    tier: str = ""
+    threshold: float = 0.0
+    failed: int = 0
+    std_score: float | None = None
+    score_ci95: tuple[float, float] | None = None
+    mean_steps: float | None = None
+    truncated: int = 0
+    mean_prompt_tokens: float | None = None
+    mean_completion_tokens: float | None = None
+    mean_latency_s: float | None = None
+
+
+# ---------------------------------------------------------------------- one episode
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_none=True)
+    return value
+
+
+def _action_text(env: Any, action: Any) -> str:
+    if isinstance(action, BaseModel):
+        return str(action)
+    if isinstance(action, str):
+        return "RAW:" + action.strip()
+    try:
+        return str(env.parse_action(action)) if hasattr(env, "parse_action") else json.dumps(action)
+    except Exception:
+        return json.dumps(action, sort_keys=True, default=str)
+
+
+def build_agent(name: str, env: Any, seed: int, llm_settings: Any = None) -> Any:
+    """The agent ``name`` for ``env``; ``llm`` takes resolved settings so all episodes share them."""
+    if name == "llm":
+        from integrity_gym.agents.llm import LLMAgent
+
+        return LLMAgent(env, seed, settings=llm_settings)
+    return make_agent(name, env, seed=seed)
+
+
+def play_episode(
+    spec: TaskSpec,
+    config: BenchConfig,
+    index: int,
+    seed: int,
+    *,
+    llm_settings: Any = None,
+    stop: threading.Event | None = None,
+) -> dict[str, Any]:
+    """Play one episode and return its full record (a line of ``episodes.jsonl``).
+
+    An exception inside the episode is caught and recorded in ``error``; ``RunInterrupted`` is
+    raised when ``stop`` is set between steps.
+    """
+    started = time.perf_counter()
+    record: dict[str, Any] = {
+        "task_id": spec.id, "env": spec.env, "tier": spec.tier, "index": index, "seed": seed,
+        "agent": config.agent, "threshold": spec.success_threshold, "score": None, "success": None,
+        "total_return": 0.0, "steps": 0, "truncated": False, "error": None, "grade": None,
+        "usage": {"prompt_tokens": None, "completion_tokens": None, "latency_s": None, "llm_calls": 0},
+        "reset_observation": None, "trajectory": [],
+    }  # fmt: skip
+    cap = min(c for c in (config.max_steps, (config.llm or {}).get("max_steps"), 10**9) if c is not None)
+    env: Any = None
+    try:
+        env = make(spec.id, url=config.server) if config.server else make(spec.id, **config.env_config)
+        agent = build_agent(config.agent, env, seed, llm_settings)
+        options = {"partition": config.partition} if config.partition is not None else None
+        obs = env.reset(seed=seed, options=options)
+        if config.keep_observations:
+            record["reset_observation"] = _jsonable(obs)
+        usage = record["usage"]
+        while not env.done:
+            if stop is not None and stop.is_set():
+                raise RunInterrupted
+            if record["steps"] >= cap:
+                record["truncated"] = True
+                break
+            action = agent.act(obs)
+            call = agent.pop_step_record() if hasattr(agent, "pop_step_record") else None
+            result = env.step(action)
+            if hasattr(agent, "observe"):
+                agent.observe(result)
+            obs = result.observation
+            record["steps"] += 1
+            record["total_return"] += result.reward
+            step: dict[str, Any] = {
+                "step": record["steps"],
+                "action": _jsonable(action),
+                "action_text": _action_text(env, action),
+                "reward": result.reward,
+                "reward_breakdown": result.info.get("reward_breakdown", {}),
+                "done": result.done,
+                "error": result.info.get("error"),
+            }
+            if config.keep_observations:
+                step["observation"] = _jsonable(obs)
+            if call is not None:
+                step["llm"] = call
+                usage["llm_calls"] += 1
+                for key in ("prompt_tokens", "completion_tokens", "latency_s"):
+                    if call.get(key) is not None:
+                        usage[key] = (usage[key] or 0) + call[key]
+            record["trajectory"].append(step)
+        grade: Grade = env.grade()
+        record.update(
+            score=grade.score, success=grade.success, threshold=grade.threshold, grade=grade.model_dump(mode="json")
+        )
+    except RunInterrupted:
+        raise
+    except Exception as exc:
+        record["error"] = f"{type(exc).__name__}: {exc}"
+        record["traceback"] = traceback.format_exc(limit=8)
+    finally:
+        if env is not None:
+            try:
+                env.close()
+            except Exception as exc:  # closing must not hide the episode's own outcome
+                record.setdefault("close_error", f"{type(exc).__name__}: {exc}")
+    record["wall_s"] = round(time.perf_counter() - started, 4)
+    if record["usage"]["latency_s"] is not None:
+        record["usage"]["latency_s"] = round(record["usage"]["latency_s"], 4)
+    return record
 
 
 def run_episode(spec: TaskSpec, agent_name: str, seed: int, **config: Any) -> tuple[EpisodeResult, Grade]:
-    """Play one episode of ``spec`` with agent ``agent_name`` from ``seed``."""
-    env = make(spec.id, **config)
-    try:
-        agent = make_agent(agent_name, env, seed=seed)
-        obs = env.reset(seed=seed)
-        total, steps = 0.0, 0
-        while not env.done:
-            result = env.step(agent.act(obs))
-            obs, total, steps = result.observation, total + result.reward, steps + 1
-        grade = env.grade()
-    finally:
-        env.close()
-    episode = EpisodeResult(
-        task_id=spec.id,
-        seed=seed,
-        score=grade.score,
-        success=grade.success,
-        total_return=total,
-        steps=steps,
-        breakdown=dict(grade.breakdown),
-    )
+    """Play one in-process episode of ``spec`` with agent ``agent_name`` (the foundation's API)."""
+    bench = BenchConfig.build(agent=agent_name, partition=None, env_config=config, keep_observations=False)
+    record = play_episode(spec, bench, 0, seed)
+    if record["error"]:
+        raise RuntimeError(f"episode of {spec.id} (seed {seed}) failed: {record['error']}")
+    grade = Grade.model_validate(record["grade"])
+    episode = EpisodeResult(spec.id, seed, grade.score, grade.success, record["total_return"], record["steps"],
+                            dict(grade.breakdown))  # fmt: skip
     return episode, grade
 
 
-def summarize(spec: TaskSpec, episodes: Sequence[EpisodeResult], grades: Sequence[Grade]) -> TaskSummary:
-    """Aggregate one task's episodes, with the environment's own dataset metrics."""
-    n = len(episodes)
+# ---------------------------------------------------------------------- aggregation
+def _mean(values: Sequence[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+def summarize_records(spec: TaskSpec, records: Sequence[Mapping[str, Any]]) -> TaskSummary:
+    """Aggregate one task's episode records, with the environment's own dataset metrics."""
+    done = [r for r in records if not r.get("error")]
+    scores = [float(r["score"]) for r in done]
+    n = len(done)
+    mean = _mean(scores)
+    std = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / (n - 1)) if mean is not None and n > 1 else None
+    ci = None
+    if mean is not None and std is not None:
+        half = 1.96 * std / math.sqrt(n)
+        ci = (max(0.0, mean - half), min(1.0, mean + half))
+    grades = [Grade.model_validate(r["grade"]) for r in done]
+    try:
+        metrics = spec.env_class().summarize(grades) if grades else {}
+    except Exception as exc:  # a metric bug must not lose the run
+        metrics = {}
+        warnings.warn(f"{spec.id}: summarize failed: {type(exc).__name__}: {exc}", stacklevel=2)
+
+    def usage_mean(key: str) -> float | None:
+        values = [r["usage"][key] for r in done if r.get("usage", {}).get(key) is not None]
+        return _mean(values)
+
     return TaskSummary(
         episodes=n,
-        mean_score=math.fsum(e.score for e in episodes) / n,
-        success_rate=sum(e.success for e in episodes) / n,
-        mean_return=math.fsum(e.total_return for e in episodes) / n,
-        metrics=spec.env_class().summarize(grades),
+        mean_score=mean,
+        success_rate=_mean([float(bool(r["success"])) for r in done]),
+        mean_return=_mean([float(r["total_return"]) for r in done]),
+        metrics=metrics,
+        tier=spec.tier,
+        threshold=spec.success_threshold,
+        failed=len(records) - n,
+        std_score=std,
+        score_ci95=ci,
+        mean_steps=_mean([float(r["steps"]) for r in done]),
+        truncated=sum(bool(r.get("truncated")) for r in done),
+        mean_prompt_tokens=usage_mean("prompt_tokens"),
+        mean_completion_tokens=usage_mean("completion_tokens"),
+        mean_latency_s=usage_mean("latency_s"),
     )
 
 
-def run_bench(
-    pattern: str,
-    agent: str,
-    *,
-    episodes: int,
-    seed: int,
-    out_dir: Path | None = None,
-    config: dict[str, Any] | None = None,
-) -> dict[str, TaskSummary]:
-    """Run ``episodes`` episodes of every task matching ``pattern`` and write summary.json."""
-    specs = list_tasks(pattern)
-    if not specs:
-        raise ValueError(f"no task matches {pattern!r}; `igym list` shows every task")
-    if episodes < 1:
-        raise ValueError("episodes must be at least 1")
-    summaries: dict[str, TaskSummary] = {}
-    for spec in specs:
-        results = [run_episode(spec, agent, seed + i, **(config or {})) for i in range(episodes)]
-        summaries[spec.id] = summarize(spec, [r for r, _ in results], [g for _, g in results])
-    if out_dir is not None:
-        write_summary(out_dir, summaries)
-    return summaries
+def summarize(spec: TaskSpec, episodes: Sequence[EpisodeResult], grades: Sequence[Grade]) -> TaskSummary:
+    """Aggregate foundation-style results (kept for callers of the first API)."""
+    records = [
+        {"score": e.score, "success": e.success, "total_return": e.total_return, "steps": e.steps,
+         "grade": g.model_dump(mode="json"), "usage": {}}
+        for e, g in zip(episodes, grades, strict=True)
+    ]  # fmt: skip
+    return summarize_records(spec, records)
 
 
-def write_summary(out_dir: Path, summaries: dict[str, TaskSummary]) -> Path:
-    """Write ``summary.json`` shaped ``{"tasks": {id: {episodes, mean_score, success_rate, mean_return}}}``."""
+TIER_ORDER = ("easy", "medium", "hard")
+
+
+def tier_table(summaries: Mapping[str, TaskSummary]) -> dict[str, dict[str, Any]]:
+    """Per tier over every task: tasks, episodes, mean grade and success rate (episode-weighted)."""
+    out: dict[str, dict[str, Any]] = {}
+    for tier in [*TIER_ORDER, *sorted({s.tier for s in summaries.values()} - set(TIER_ORDER))]:
+        rows = [s for s in summaries.values() if s.tier == tier and s.episodes]
+        if not rows:
+            continue
+        n = sum(s.episodes for s in rows)
+        out[tier] = {
+            "tasks": len(rows),
+            "episodes": n,
+            "mean_score": math.fsum((s.mean_score or 0.0) * s.episodes for s in rows) / n,
+            "success_rate": math.fsum((s.success_rate or 0.0) * s.episodes for s in rows) / n,
+            "mean_return": math.fsum((s.mean_return or 0.0) * s.episodes for s in rows) / n,
+        }
+    return out
+
+
+def tier_separation(summaries: Mapping[str, TaskSummary]) -> dict[str, dict[str, Any]]:
+    """Per environment: is the mean grade easy > medium > hard? (``ok`` None when under two tiers)."""
+    by_env: dict[str, dict[str, list[float]]] = {}
+    for task_id, s in summaries.items():
+        if s.mean_score is not None and s.tier in TIER_ORDER:
+            by_env.setdefault(task_id.split("/")[0], {}).setdefault(s.tier, []).append(s.mean_score)
+    out: dict[str, dict[str, Any]] = {}
+    for env, tiers in sorted(by_env.items()):
+        means = {t: math.fsum(v) / len(v) for t in TIER_ORDER if (v := tiers.get(t))}
+        ordered = list(means.values())
+        ok = all(a > b for a, b in itertools.pairwise(ordered)) if len(ordered) > 1 else None
+        out[env] = {"means": means, "ok": ok}
+    return out
+
+
+def write_summary(out_dir: Path, summaries: Mapping[str, TaskSummary], extra: Mapping[str, Any] | None = None) -> Path:
+    """Write ``summary.json``: ``{"tasks": {id: {episodes, mean_score, success_rate, mean_return, ...}}, ...}``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "summary.json"
-    payload = {"tasks": {task_id: asdict(s) for task_id, s in summaries.items()}}
-    path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    payload = {"tasks": {task_id: asdict(s) for task_id, s in summaries.items()}, **(extra or {})}
+    path.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
     return path
 
 
-__all__ = ["EpisodeResult", "TaskSummary", "get_spec", "run_bench", "run_episode", "summarize", "write_summary"]
+# ---------------------------------------------------------------------- a whole run
+@dataclass
+class RunResult:
+    """What ``run_bench`` returns."""
+
+    run_id: str
+    out_dir: Path
+    config: BenchConfig
+    summaries: dict[str, TaskSummary]
+    records: list[dict[str, Any]]
+    status: str  # "complete" or "interrupted"
+    command: str
+    tiers: dict[str, dict[str, Any]]
+    separation: dict[str, dict[str, Any]]
+
+
+#: Called from the main thread: ("start", total, specs) once, then ("episode", record) per episode.
+ProgressHook = Callable[..., None]
+
+
+def env_variables(specs: Sequence[TaskSpec]) -> dict[str, str]:
+    """Environment variables that configure the selected environments (e.g. PII_WINDOW_SIZE)."""
+    prefixes = {p for s in specs for p in (s.env.upper() + "_", s.env.split("_")[0].upper() + "_")}
+    return {
+        k: v
+        for k, v in sorted(os.environ.items())
+        if any(k.startswith(p) for p in prefixes) and not any(w in k for w in _SECRET_WORDS)
+    }
+
+
+def reproduce_command(config: BenchConfig, specs: Sequence[TaskSpec], env_vars: Mapping[str, str]) -> str:
+    """One shell line that plays exactly the same episodes again."""
+    parts = [f"{k}={shlex.quote(v)}" for k, v in env_vars.items()]
+    parts += ["igym", "bench", "--tasks", shlex.quote(",".join(s.id for s in specs)), "--agent", config.agent]
+    if config.seeds is not None:
+        parts += ["--seeds", ",".join(map(str, config.seeds))]
+    else:
+        parts += ["--episodes", str(config.episodes), "--seed", str(config.seed)]
+    parts += ["--partition", config.partition or "default"]
+    if config.max_steps is not None:
+        parts += ["--max-steps", str(config.max_steps)]
+    if config.server:
+        parts += ["--server", shlex.quote(config.server)]
+    for key, value in sorted(config.env_config.items()):
+        parts += ["--config", shlex.quote(f"{key}={json.dumps(value)}")]
+    if not config.keep_observations:
+        parts.append("--no-observations")
+    parts += ["--concurrency", str(config.concurrency)]
+    return " ".join(parts)
+
+
+def new_run_id(agent: str, model: str | None) -> str:
+    """A sortable, unique run id: UTC time, agent (and model), four random hex digits."""
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    who = agent if not model else f"{agent}-{model.rsplit('/', 1)[-1]}"
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in who)[:40]
+    return f"{stamp}-{safe}-{secrets.token_hex(2)}"
+
+
+def _sorted(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(records, key=lambda r: (r["task_id"], r["index"]))
+
+
+def run_bench(
+    pattern: str = "*",
+    agent: str = "heuristic",
+    *,
+    episodes: int = 5,
+    seed: int = 0,
+    out_dir: Path | None = None,
+    config: dict[str, Any] | None = None,
+    bench: BenchConfig | None = None,
+    db_path: Path | None = None,
+    llm_settings: Any = None,
+    progress: ProgressHook | None = None,
+    stop: threading.Event | None = None,
+    command: str | None = None,
+) -> RunResult:
+    """Play every selected task and write the run folder (and the database row when ``db_path``).
+
+    Either pass ``bench`` or the foundation's arguments (``pattern``, ``agent``, ``episodes``,
+    ``seed``, ``config``). A ``KeyboardInterrupt`` stops the run cleanly: the status becomes
+    ``interrupted`` and everything finished is written.
+    """
+    if bench is None:
+        bench = BenchConfig.build(tasks=pattern, agent=agent, episodes=episodes, seed=seed, env_config=config or {})
+    specs = list_tasks(bench.tasks)
+    if not specs:
+        raise ValueError(f"no task matches {bench.tasks!r}; `igym list` shows every task")
+    if bench.agent == "llm" and llm_settings is None:
+        from integrity_gym.agents.llm import LLMSettings
+
+        llm_settings = LLMSettings.from_env()
+    if llm_settings is not None and bench.llm is None:
+        bench = bench.model_copy(update={"llm": llm_settings.public()})
+    model = (bench.llm or {}).get("model_name")
+    run_id = new_run_id(bench.agent, model)
+    out = out_dir or Path("outputs") / run_id
+    out.mkdir(parents=True, exist_ok=True)
+    env_vars = env_variables(specs)
+    if llm_settings is not None:
+        env_vars = {**llm_settings.as_env_vars(), **env_vars}
+    replay = reproduce_command(bench, specs, env_vars)
+    created = datetime.now(UTC).isoformat(timespec="seconds")
+    seeds = bench.seed_list()
+    resolved = {
+        "run_id": run_id, "created_at": created, "bench": bench.model_dump(mode="json"),
+        "tasks": [s.model_dump(mode="json") for s in specs], "seeds": seeds, "environment": env_vars,
+        "reproduce": replay, "invoked_as": command, "python": platform.python_version(),
+        "igym_version": _version(),
+    }  # fmt: skip
+    (out / "config.json").write_text(json.dumps(resolved, indent=2, sort_keys=True) + "\n")
+    db = None
+    if db_path is not None:
+        from integrity_gym.bench.results import ResultsDB
+
+        db = ResultsDB(db_path)
+        db.start_run(run_id, created_at=created, agent=bench.agent, model=model or bench.agent,
+                     tasks=[s.id for s in specs], command=replay, out_dir=str(out), config=resolved)  # fmt: skip
+    stop = stop or threading.Event()
+    jobs = [(spec, i, s) for spec in specs for i, s in enumerate(seeds)]
+    records: list[dict[str, Any]] = []
+    status = "complete"
+    model_label = model or bench.agent
+    if progress:
+        progress("start", len(jobs), specs)
+    episodes_path, log_path = out / "episodes.jsonl", out / "run.log"
+    with episodes_path.open("w") as ep_file, log_path.open("w") as log_file:
+        pool = ThreadPoolExecutor(max_workers=bench.concurrency, thread_name_prefix="igym-episode")
+        pending: set[Future[dict[str, Any]]] = set()
+        queue = list(reversed(jobs))
+
+        def submit() -> None:
+            while queue and len(pending) < bench.concurrency * 2:
+                spec, index, s = queue.pop()
+                pending.add(pool.submit(play_episode, spec, bench, index, s, llm_settings=llm_settings, stop=stop))
+
+        def collect(future: Future[dict[str, Any]]) -> None:
+            try:
+                record = future.result()
+            except RunInterrupted:
+                return
+            records.append(record)
+            ep_file.write(json.dumps(record, sort_keys=True, default=str) + "\n")
+            ep_file.flush()
+            log_file.write("\n".join(logs.episode_block(record, model_label)) + "\n")
+            log_file.flush()
+            if db is not None:
+                db.add_episode(run_id, record)
+            if progress:
+                progress("episode", record)
+
+        try:
+            submit()
+            while pending:
+                finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    pending.discard(future)
+                    collect(future)
+                submit()
+        except KeyboardInterrupt:
+            status = "interrupted"
+            stop.set()
+            queue.clear()
+            for future in list(pending):
+                future.cancel()
+            # Episodes in flight stop at their next step; keep any that finished meanwhile.
+            for future in list(pending):
+                if not future.cancelled():
+                    try:
+                        wait([future])
+                        collect(future)
+                    except KeyboardInterrupt:
+                        break
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+    records = _sorted(records)
+    # Rewrite in a stable order so two runs of the same command give identical files.
+    episodes_path.write_text("".join(json.dumps(r, sort_keys=True, default=str) + "\n" for r in records))
+    by_task = {spec.id: [r for r in records if r["task_id"] == spec.id] for spec in specs}
+    summaries = {spec.id: summarize_records(spec, by_task[spec.id]) for spec in specs if by_task[spec.id]}
+    tiers, separation = tier_table(summaries), tier_separation(summaries)
+    extra = {
+        "run_id": run_id, "status": status, "agent": bench.agent, "model": model_label, "tiers": tiers,
+        "tier_separation": separation, "reproduce": replay, "episodes_failed": sum(1 for r in records if r["error"]),
+    }  # fmt: skip
+    write_summary(out, summaries, extra)
+    lines = [line for r in records for line in logs.episode_block(r, model_label)]
+    lines += summary_lines(summaries, tiers, separation, status, replay)
+    log_path.write_text("\n".join(lines) + "\n")
+    if db is not None:
+        db.finish_run(run_id, status=status, finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                      summaries={k: asdict(v) for k, v in summaries.items()})  # fmt: skip
+        db.close()
+    return RunResult(run_id, out, bench, summaries, records, status, replay, tiers, separation)
+
+
+def summary_lines(
+    summaries: Mapping[str, TaskSummary],
+    tiers: Mapping[str, Mapping[str, Any]],
+    separation: Mapping[str, Mapping[str, Any]],
+    status: str,
+    replay: str,
+) -> list[str]:
+    """The plain-text summary that ends ``run.log``."""
+
+    def f(value: float | None, spec: str = ".4f") -> str:
+        return "n/a" if value is None else format(value, spec)
+
+    lines = [""]
+    for task_id, s in summaries.items():
+        lines.append(
+            f"task={task_id} tier={s.tier} n={s.episodes} failed={s.failed} avg_score={f(s.mean_score)} "
+            f"threshold={s.threshold:.2f} success_rate={f(s.success_rate)} avg_return={f(s.mean_return)}"
+        )
+    for tier, t in tiers.items():
+        lines.append(
+            f"difficulty={tier} avg_score={t['mean_score']:.4f} success_rate={t['success_rate']:.4f} "
+            f"avg_return={t['mean_return']:.4f} n={t['episodes']}"
+        )
+    for env, sep in separation.items():
+        order = " ".join(f"{t}={m:.3f}" for t, m in sep["means"].items())
+        verdict = {True: "separated", False: "NOT separated", None: "n/a (one tier)"}[sep["ok"]]
+        lines.append(f"tier_separation env={env} {order}: {verdict}")
+    lines.append(f"status={status}")
+    lines.append(f"reproduce: {replay}")
+    return lines
+
+
+def _version() -> str:
+    from integrity_gym import __version__
+
+    return __version__
+
+
+__all__ = [
+    "BenchConfig",
+    "EpisodeResult",
+    "RunInterrupted",
+    "RunResult",
+    "TaskSummary",
+    "build_agent",
+    "get_spec",
+    "play_episode",
+    "run_bench",
+    "run_episode",
+    "summarize",
+    "summarize_records",
+    "tier_separation",
+    "tier_table",
+    "write_summary",
+]
