@@ -46,4 +46,14 @@ def make_agent(name: str, env: Env[Any, Any, Any], *, seed: int = 0) -> Agent:
         module = importlib.import_module(f"integrity_gym.agents.heuristic.{env.spec.env}")
         agent: Agent = module.HeuristicAgent(env.spec, seed=seed)
         return agent
-    raise ValueError(f"unknown agent {name!r}; choose one of {', '.join(AGENTS)}")
+    # Environment-specific agents: ``agents.heuristic.<env>.AGENTS`` maps extra names to classes
+    # built like HeuristicAgent (e.g. selective_verification's "blind" and "posterior").
+    try:
+        extra = getattr(importlib.import_module(f"integrity_gym.agents.heuristic.{env.spec.env}"), "AGENTS", {})
+    except ModuleNotFoundError:
+        extra = {}
+    if name in extra:
+        built: Agent = extra[name](env.spec, seed=seed)
+        return built
+    choices = ", ".join([*AGENTS, *extra])
+    raise ValueError(f"unknown agent {name!r}; choose one of {choices}")

@@ -33,8 +33,10 @@ def test_pope_samplers_share_pictures_and_positives_and_differ_in_negatives() ->
         assert r.image_id == p.image_id == a.image_id and r.label == p.label == a.label
         if r.label:
             assert r.category == p.category == a.category
-    labels = [d.label for d in drafts["random"]]
-    assert sum(labels) == 30  # exactly balanced, three true and three false claims per picture
+    # a block of 64 pictures holds exactly three true and three false claims per picture
+    block = list(GeneratedSource("random", "eval").drafts(6 * 64))
+    assert sum(d.label for d in block) == 3 * 64
+    assert len({d.image_id for d in block[:64]}) == 64  # consecutive items visit different pictures
 
 
 def test_popular_and_adversarial_negatives_follow_training_statistics() -> None:

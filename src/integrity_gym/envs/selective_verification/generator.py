@@ -39,6 +39,8 @@ PartitionName = Literal["train", "eval", "all"]
 DifficultyChoice = Literal["easy", "medium", "hard", "mixed"]
 #: Claims per picture in the POPE samplers (half true, half false).
 QUESTIONS_PER_IMAGE = 6
+#: Pictures per block of POPE item indices (see ``GeneratedSource._locate``).
+PICTURE_STRIDE = 64
 _STATS_POOL = 6000
 
 _PLURAL = frozenset({"skis", "scissors"})
@@ -148,7 +150,11 @@ class GeneratedSource:
         sampler, pope_index = self.split, index
         if self.split == "all":
             sampler, pope_index = POPE_SPLITS[index % 3], index // 3
-        return sampler, self._image_number(pope_index // QUESTIONS_PER_IMAGE), pope_index % QUESTIONS_PER_IMAGE
+        # Consecutive indices visit different pictures: blocks of PICTURE_STRIDE pictures are
+        # walked question slot by question slot, so a short run still sees many pictures.
+        block, rest = divmod(pope_index, QUESTIONS_PER_IMAGE * PICTURE_STRIDE)
+        picture = block * PICTURE_STRIDE + rest % PICTURE_STRIDE
+        return sampler, self._image_number(picture), rest // PICTURE_STRIDE
 
     def _image_rng(self, j: int) -> random.Random:
         return make_rng(GENERATOR_VERSION, self._family, self.seed, self.difficulty, self.image_size, j)

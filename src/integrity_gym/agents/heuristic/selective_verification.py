@@ -1,0 +1,262 @@
+"""Baselines of selective_verification: a vision heuristic, a blind prior and the exact posterior.
+
+* ``HeuristicAgent`` looks at the picture: it searches it for the claimed object with masked,
+  colour, normalised cross-correlation against the committed glyph at several sizes and
+  rotations, and maps the best match score to a probability with an isotonic calibration table
+  fitted on the task's *train* partition (``data/heuristic_calibration.json``). On the text
+  variant it reads the table but ignores the known facts (the object's overall rate).
+* ``BlindAgent`` never looks: P(claim true | claim text), fitted on the train partition.
+* ``PosteriorAgent`` (text variant) computes the exact posterior from the passage.
+
+All three answer honestly: the verdict with the larger probability, that probability as the
+confidence, and ABSTAIN when it is below the q* stated in the observation.
+
+Refit the calibration table after changing the generator or the matcher::
+
+    python -m integrity_gym.agents.heuristic.selective_verification --fit [--items 600]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+from scipy.signal import fftconvolve
+
+from integrity_gym.core.registry import TaskSpec
+from integrity_gym.envs.selective_verification import glyphs
+from integrity_gym.envs.selective_verification.env import VerificationConfig, blind_prior, source_for
+from integrity_gym.envs.selective_verification.generator import png_bytes
+from integrity_gym.envs.selective_verification.models import VerificationAction, VerificationObservation
+from integrity_gym.envs.selective_verification.textgen import posterior_from_passage
+
+CALIBRATION_PATH = Path(glyphs.__file__).parent / "data" / "heuristic_calibration.json"
+_CLAIM = re.compile(r"^There (?:is an?|are) (.+) in the image\.$")
+#: Template sizes as fractions of the picture side, and rotations in degrees.
+_SIZES = (0.14, 0.18, 0.23, 0.29, 0.36)
+_ANGLES = (0.0, -20.0, 20.0)
+#: Pictures are matched at half resolution (speed; glyphs are large and colourful).
+_DOWNSCALE = 2
+
+
+def honest_answer(p_true: float, q_star: float) -> VerificationAction:
+    """Answer with the likelier verdict and its probability, or ABSTAIN below ``q_star``."""
+    confidence = max(p_true, 1.0 - p_true)
+    if confidence < q_star:
+        return VerificationAction(verdict="ABSTAIN")
+    verdict = "SUPPORTED" if p_true >= 0.5 else "REFUTED"
+    return VerificationAction.model_validate({"verdict": verdict, "confidence": round(confidence, 6)})
+
+
+def decode_image(data_url: str) -> np.ndarray:
+    """Return the picture of a ``data:image/png;base64,...`` URL as a float RGB array in [0, 1]."""
+    _, _, payload = data_url.partition(",")
+    with Image.open(io.BytesIO(base64.b64decode(payload))) as img:
+        return np.asarray(img.convert("RGB"), dtype=np.float64) / 255.0
+
+
+def claimed_category(claim: str) -> str:
+    """Return the object an image claim is about."""
+    m = _CLAIM.match(claim.strip())
+    if not m:
+        raise ValueError(f"cannot read the object of the claim {claim!r}")
+    return m.group(1)
+
+
+@cache
+def _templates(category: str, side: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """Return (zero-mean masked template, mask) pairs of ``category`` for a picture of ``side`` px."""
+    glyph = glyphs.load_glyph(category)
+    out = []
+    for frac in _SIZES:
+        size = max(4, round(side * frac / _DOWNSCALE))
+        scale = size / max(glyph.size)
+        img = glyph.resize((max(2, round(glyph.width * scale)), max(2, round(glyph.height * scale))))
+        for angle in _ANGLES:
+            rot = img.rotate(angle, resample=Image.Resampling.BILINEAR, expand=True) if angle else img
+            arr = np.asarray(rot, dtype=np.float64) / 255.0
+            mask = (arr[..., 3] > 0.5).astype(np.float64)
+            rgb = arr[..., :3]
+            mean = (rgb * mask[..., None]).sum(axis=(0, 1)) / mask.sum()
+            out.append((((rgb - mean) * mask[..., None]), mask))
+    return tuple(out)
+
+
+def match_score(picture: np.ndarray, category: str) -> float:
+    """Return the best masked colour NCC of ``category``'s glyph anywhere in ``picture``."""
+    small = picture[::_DOWNSCALE, ::_DOWNSCALE] if _DOWNSCALE > 1 else picture
+    h, w, _ = small.shape
+    best = -1.0
+    sq = small**2
+    for tmpl, mask in _templates(category, max(picture.shape[:2])):
+        th, tw = mask.shape
+        if th > h or tw > w:
+            continue
+        flip_mask = mask[::-1, ::-1]
+        n = mask.sum()
+        num = np.zeros((h - th + 1, w - tw + 1))
+        var = np.zeros_like(num)
+        for c in range(3):
+            num += fftconvolve(small[..., c], tmpl[::-1, ::-1, c], mode="valid")
+            s1 = fftconvolve(small[..., c], flip_mask, mode="valid")
+            s2 = fftconvolve(sq[..., c], flip_mask, mode="valid")
+            var += s2 - s1 * s1 / n
+        t_var = float((tmpl**2).sum())
+        ncc = num / np.sqrt(np.maximum(var, 1e-6) * t_var)
+        best = max(best, float(ncc.max()))
+    return best
+
+
+def fit_isotonic(scores: list[float], labels: list[bool]) -> dict[str, list[float]]:
+    """Fit P(label | score) by pool-adjacent-violators; return breakpoints and probabilities."""
+    order = np.argsort(scores, kind="stable")
+    xs = np.asarray(scores, dtype=np.float64)[order]
+    ys = np.asarray(labels, dtype=np.float64)[order]
+    blocks: list[list[float]] = []  # [sum_y, count, min_x, max_x]
+    for x, y in zip(xs, ys, strict=True):
+        blocks.append([y, 1.0, x, x])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] >= blocks[-1][0] / blocks[-1][1]:
+            top = blocks.pop()
+            blocks[-1] = [blocks[-1][0] + top[0], blocks[-1][1] + top[1], blocks[-1][2], top[3]]
+    # Laplace-smoothed block means keep probabilities away from 0 and 1 on small blocks.
+    centers = [(b[2] + b[3]) / 2 for b in blocks]
+    # Smoothing can break monotonicity on tiny end blocks; a running maximum restores it.
+    probs = np.maximum.accumulate([(b[0] + 1.0) / (b[1] + 2.0) for b in blocks]).tolist()
+    return {"scores": [round(c, 6) for c in centers], "probs": [round(p, 6) for p in probs]}
+
+
+@cache
+def calibration_tables() -> dict[str, Any]:
+    """Return the committed calibration tables, keyed by task name."""
+    if not CALIBRATION_PATH.exists():
+        raise FileNotFoundError(f"{CALIBRATION_PATH} is missing; refit with `python -m {__name__} --fit`")
+    tables: dict[str, Any] = json.loads(CALIBRATION_PATH.read_text())
+    return tables
+
+
+def calibrated(score: float, table: dict[str, list[float]]) -> float:
+    """Map a match score to P(object present) by interpolating the table."""
+    return float(np.interp(score, table["scores"], table["probs"]))
+
+
+def _config(spec: TaskSpec) -> VerificationConfig:
+    return VerificationConfig.model_validate(spec.config)
+
+
+class HeuristicAgent:
+    """Looks at the picture (template matching), with confidence calibrated on train data."""
+
+    def __init__(self, spec: TaskSpec, seed: int = 0) -> None:
+        self.spec = spec
+        self._table: dict[str, list[float]] | None = None
+        if _config(spec).variant == "image":
+            tables = calibration_tables()
+            if spec.name not in tables:
+                raise ValueError(f"no calibration table for {spec.id}; refit with `python -m {__name__} --fit`")
+            self._table = tables[spec.name]
+
+    def probability(self, observation: VerificationObservation) -> float:
+        """Return the agent's probability that the claim is true."""
+        if observation.modality == "text":
+            return _marginal_probability(observation.passage or "", observation.claim)
+        if observation.image is None or self._table is None:
+            raise ValueError("an image observation without a picture")
+        score = match_score(decode_image(observation.image), claimed_category(observation.claim))
+        return calibrated(score, self._table)
+
+    def act(self, observation: VerificationObservation) -> VerificationAction:
+        """Answer honestly with the calibrated probability."""
+        return honest_answer(self.probability(observation), observation.threshold)
+
+
+def _marginal_probability(passage: str, claim: str) -> float:
+    """P(claim) from the table alone, ignoring the known facts (the text heuristic)."""
+    head, _, _ = passage.partition("What is known about this photo:")
+    # An empty fact list is not allowed by the reader, so pass a tautological fact-free variant.
+    rows = [line for line in head.splitlines() if line.startswith("|")]
+    first_object = rows[0].strip("|").split("|")[2].strip()
+    fact_free = head + f"What is known about this photo: it shows {first_object}."
+    with_fact = posterior_from_passage(fact_free, claim)
+    without = posterior_from_passage(head + f"What is known about this photo: it shows no {first_object}.", claim)
+    p_first = _object_rate(rows, first_object)
+    return p_first * with_fact + (1.0 - p_first) * without
+
+
+def _object_rate(rows: list[str], obj: str) -> float:
+    header = [c.strip() for c in rows[0].strip("|").split("|")]
+    col = header.index(obj)
+    total = 0.0
+    for row in rows[2:]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        total += float(cells[1]) * float(cells[col])
+    return total
+
+
+class BlindAgent:
+    """Never looks at the picture or passage: P(claim true | claim text) from the train partition."""
+
+    def __init__(self, spec: TaskSpec, seed: int = 0) -> None:
+        self._prior = blind_prior(_config(spec))
+
+    def act(self, observation: VerificationObservation) -> VerificationAction:
+        """Answer from the claim text alone."""
+        return honest_answer(self._prior.get(observation.claim, 0.5), observation.threshold)
+
+
+class PosteriorAgent:
+    """The exact Bayesian answer on the text variant (reads the passage's table and facts)."""
+
+    def __init__(self, spec: TaskSpec, seed: int = 0) -> None:
+        if _config(spec).variant != "text":
+            raise ValueError(f"the posterior agent needs a text task, and {spec.id} is an image task")
+
+    def act(self, observation: VerificationObservation) -> VerificationAction:
+        """Answer with the exact posterior."""
+        p_true = posterior_from_passage(observation.passage or "", observation.claim)
+        return honest_answer(p_true, observation.threshold)
+
+
+#: Extra agents of this environment, by name (used by ``make_agent``).
+AGENTS = {"blind": BlindAgent, "posterior": PosteriorAgent}
+
+
+def fit(items: int = 600) -> dict[str, Any]:
+    """Fit a calibration table per image task on its train partition and write it."""
+    from integrity_gym.envs.selective_verification.generator import GeneratedSource
+    from integrity_gym.envs.selective_verification.tasks import TASKS
+
+    tables: dict[str, Any] = {}
+    for spec in TASKS:
+        cfg = _config(spec)
+        if cfg.variant != "image":
+            continue
+        source = source_for(cfg, "train")
+        if not isinstance(source, GeneratedSource):
+            raise TypeError(f"{spec.id} does not use generated scenes")
+        scores, labels = [], []
+        for i in range(items):
+            item = source.item(i)
+            picture = np.asarray(Image.open(io.BytesIO(png_bytes(item))).convert("RGB"), dtype=np.float64) / 255.0
+            scores.append(match_score(picture, item.category))
+            labels.append(item.label)
+        tables[spec.name] = {**fit_isotonic(scores, labels), "train_items": items, "seed": cfg.seed}
+    CALIBRATION_PATH.write_text(json.dumps(tables, indent=1, sort_keys=True) + "\n")
+    return tables
+
+
+if __name__ == "__main__":  # pragma: no cover - maintenance entry point
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fit", action="store_true", help="refit the calibration tables")
+    parser.add_argument("--items", type=int, default=600, help="train items per task")
+    args = parser.parse_args()
+    if args.fit:
+        fit(args.items)
+        print(f"wrote {CALIBRATION_PATH}")
