@@ -63,8 +63,12 @@ def test_min_chars_is_honoured(kind: Kind) -> None:
     for min_chars in (1, 500, 2500, 12000):
         doc = generate_document(kind, 0, 1, min_chars=min_chars)
         assert len(doc.text) >= min_chars
-    longer = generate_document(kind, 0, 1, min_chars=12000)
-    assert len(longer.entities) >= len(generate_document(kind, 0, 1, min_chars=1).entities)
+
+    # Longer documents carry more entities on average (each length draws a different document).
+    def total(min_chars: int) -> int:
+        return sum(len(generate_document(kind, 0, i, min_chars=min_chars).entities) for i in range(5))
+
+    assert total(12000) > total(1)
 
 
 def test_same_inputs_same_document_and_different_inputs_differ() -> None:
@@ -131,10 +135,10 @@ DATE_YEAR = re.compile(
 
 def test_dates_stay_in_fixed_bounds() -> None:
     years = set()
-    for i in range(100):
-        doc = generate_document("contract", 0, i)
+    for i in range(40):
+        doc = generate_document(KINDS[i % 3], 0, i)
         years |= {int(y) for m in DATE_YEAR.finditer(doc.text) for y in m.groups() if y}
-    assert len(years) > 30
+    assert len(years) > 20
     assert min(years) >= 1940 and max(years) <= 2025
 
 

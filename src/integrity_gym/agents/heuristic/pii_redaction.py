@@ -114,8 +114,29 @@ _NAME_PATTERNS = tuple(
         rf"(?:\band|\(2\)) (?P<n>{_FULL}),? (?:residing|of)\b",
         rf"(?m)^[ \t]*(?P<n>{_FULL})[ \t]*\n[ \t]*(?:Address|Email|E-mail|Phone|Tel)\b",
         rf"(?:new=|customer |display_name=)\"(?P<n>{_FULL})\"",
-        rf"\b(?:Dear|Daughter|Son) (?P<n>{_ONE_OR_MORE})",
+        rf"\b(?:Dear|Daughter|Son|Hi|Hello) (?P<n>{_ONE_OR_MORE})",
+        # Form fields: "Homeowner: Jane Doe", "Client: Jane Doe | ...".
+        rf"(?m)^[ \t]*[A-Z][A-Za-z/ -]{{1,30}}:[ \t]+(?P<n>{_FULL})[ \t]*(?=$|\(|,|\||<|[ \t]{{2,}})",
+        # A role noun right before a name: "the project lead, Jane Doe," "analyst Jane Doe".
+        rf"(?i:\b(?:lead|manager|recruiter|tutor|admin|administrator|analyst|owner|nurse|officer|coordinator|"
+        rf"signatory|engineer|director|counsel|agent|clinician|resident|therapist|pharmacist))[ ,]+"
+        rf"(?P<n>{_ONE_OR_MORE})",
+        # Sign-offs: "Sincerely,\n\nJane Doe".
+        rf"(?i:sincerely|regards|best|thanks|cheers|respectfully),?[ \t]*\n(?:[ \t]*\n)?[ \t]*(?P<n>{_ONE_OR_MORE})",
+        rf"\bby (?P<n>{_FULL})",
+        rf"\bI, (?P<n>{_FULL}),",
+        rf"(?P<n>{_FULL}) \([A-Z][a-z]+\)",
+        rf"(?m)^\[[\d:]+\] (?:Agent|Support|Helpdesk|Analyst) \(?(?P<n>{_TOKEN})\)?:",
     )
+)
+# Words that mark an organisation or a place, not a person.
+_ORG = frozenset(
+    """
+    Inc LLC Ltd Corp Co Company Group Partners Partnership Laboratory Laboratories Lab Labs Clinic Hospital
+    Center Centre Institute University College School Services Systems Solutions Software Analytics Bank
+    Health Care Medical Media Holdings Robotics Logistics Networks Cloud Data Works Dynamics Department
+    Renovation Outfitters Conservancy Learning Pediatrics Practice Imaging Airlines Air Mobile Support
+    """.split()  # noqa: SIM905
 )
 _SPELLED_NAME = re.compile(r"(?<![\w-])[A-Z](?:-[A-Z]){2,}(?![\w-])")
 # Capitalised words that are not names (trimmed from the ends of a name match).
@@ -201,7 +222,7 @@ def _trim_name(text: str, start: int, end: int) -> tuple[int, int] | None:
         tokens.pop(0)
     while tokens and (tokens[-1].group(0) in _TRAILING_STOP or len(tokens[-1].group(0)) < 2):
         tokens.pop()
-    if not tokens:
+    if not tokens or any(t.group(0).rstrip(".,") in _ORG for t in tokens):
         return None
     return start + tokens[0].start(), start + tokens[-1].end()
 

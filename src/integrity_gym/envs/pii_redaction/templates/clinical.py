@@ -65,6 +65,10 @@ _HEADERS = (
     "Visit {enc} | Date of service {adm}\nProvider: {d1_name}, MD\n\n",
     "{facility} | {doctype}\nPATIENT NAME: {p_name}\nD.O.B.: {p_dob}    MRN {mrn}\nADMISSION DATE: {adm}\n"
     "ATTENDING PHYSICIAN: {d1_name}, MD\nPCP: Dr. {d2_name}\n\n",
+    "{facility}\n{doctype}\n\nClient: {p_name}     Birth date {p_dob}     Chart {mrn}\n"
+    "Clinician: {d1_name}, NP     Seen: {adm}\n\n",
+    "{doctype}\n{facility}, unit {bed}\n\n{p_name_rev_mid} | {sex} | DOB {p_dob} | MRN {mrn}\n"
+    "Seen {adm} by {d1_name} with {d3_name} (resident)\n\n",
 )
 _LETTER_HEADER = (
     "{facility}\nDepartment of {dept}\n{letter_date}\n\nDr. {d2_name}\n{facility2}\n\n"
@@ -81,6 +85,10 @@ _HPI = (
     "{p_pron_cap} denies chest pain or recent travel.\n\n",
     "Reason for visit: {symptom}.\nThe patient, {p_name}, is known to our service for {cond} "
     "({icd}). {p_pron_cap} was seen by Dr. {d2_last} on {prior} and started on {drug1}.\n\n",
+    "Presenting problem: {p_first} describes {symptom} for about {days} days on a background of {cond} "
+    "({icd}). {p_pron_cap} came with {k_first}, who has noticed {detail}.\n\n",
+    "Subjective: {p_last} reports {symptom} since {prior}. Medication adherence is good except for "
+    "{drug2}. {k_first} manages the pill organiser.\n\n",
 )
 _SOCIAL = (
     "SOCIAL HISTORY: Lives with {p_poss} {k_rel}, {k_name}, at {p_addr}. Works as a {job} at {employer}. {habits}\n\n",
@@ -135,6 +143,8 @@ _SIGN = (
     "Electronically signed by {d1_name}, MD on {dis} at {time}.\n",
     "Dictated by: Dr. {d1_name}\nTranscribed: {dis} {time} (job {job_id})\n",
     "With kind regards,\n\n{d1_name}, MD\nConsultant, {specialty}\n{facility}\ncc: {p_name}\n",
+    "Note by {d3_name}, PA-C, reviewed and co-signed by {d1_name} on {dis}.\n",
+    "{d1_name}\n{specialty} service, {facility}\n{dis} {time}\n",
 )
 
 _SYMPTOMS = (
@@ -180,6 +190,8 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
         "specialty": pick(rng, _SPECIALTIES),
         "p_name": E("NAME", patient.name),
         "p_name_rev": E("NAME", f"{patient.last.upper()}, {patient.first}"),
+        "p_name_rev_mid": E("NAME", f"{patient.last}, {patient.first} {pick(rng, 'ABCDEFGHJKLMNPRSTW')}."),
+        "d3_name": E("NAME", doctors[2].name),
         "p_first": E("NAME", patient.first),
         "p_last": E("NAME", patient.last),
         "p_title": patient.title,
@@ -265,7 +277,7 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
     fillers = list(_FILLERS)
     rng.shuffle(fillers)
     closing = pick(rng, _FOLLOWUP)
-    sign = _SIGN[2] if letter else pick(rng, _SIGN[:2])
+    sign = _SIGN[2] if letter else pick(rng, _SIGN[:2] + _SIGN[3:])
     reserve = len(closing) + len(sign) + 80
     day = 1
     while middle or (len(b) < min_chars - reserve):

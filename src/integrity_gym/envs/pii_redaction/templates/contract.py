@@ -30,6 +30,9 @@ _KINDS = (
     ("RESIDENTIAL LEASE AGREEMENT", "Tenant", "lease of the residential premises described below"),
     ("EQUIPMENT PURCHASE AGREEMENT", "Seller", "sale of the used equipment listed in Schedule A"),
     ("DATA ACCESS AND USE AGREEMENT", "Participant", "use of de-identified research data"),
+    ("HOME IMPROVEMENT CONTRACT", "Homeowner", "renovation work at the homeowner's property"),
+    ("PHOTOGRAPHY RELEASE AND LICENSE", "Model", "use of photographs in advertising"),
+    ("TUTORING SERVICES AGREEMENT", "Parent", "weekly tutoring sessions for the parent's child"),
 )
 
 _HEADERS = (
@@ -47,6 +50,10 @@ _PARTIES = (
     "regarding the {purpose}.\n\n",
     "Between:\n  {co}, hereinafter the Company, signing officer {rep} ({rep_title})\nand\n  {p_name}\n"
     "  Address: {p_addr}\n  Email: {p_email}\n  Phone: {p_phone}\nhereinafter the {role}.\n\n",
+    "I, {p_name}, of {p_addr}, agree with {co} to the terms below concerning the {purpose}. I can be "
+    "contacted by phone on {p_phone} or by e-mail to {p_email}.\n\n",
+    "Company: {co}\n{role}: {p_name}\nHome address: {p_addr}\nTelephone: {p_phone}    E-mail: {p_email}\n"
+    "Company signatory: {rep}, {rep_title}\n\n",
 )
 
 _RECITALS = (
@@ -104,6 +111,10 @@ _EXTRAS = (
     "Identity Verification. The {role}'s date of birth, {p_dob}, was checked against a government "
     "ID on {verif}; the verification record is {verif_ref}.",
     "Guarantor. {k_name}, of {k_addr}, guarantees the {role}'s obligations and can be reached at {k_email}.",
+    "Project Lead. Day-to-day decisions for the Company are made by {lead}, who approves each "
+    "deliverable in writing within ten business days. {lead_first} may delegate this to the {brand} team.",
+    "Household. The {role} confirms that {k_name} also lives at the property and may be contacted "
+    "on {k_phone} if the {role} cannot be reached.",
 )
 
 _SIGNATURES = (
@@ -113,6 +124,9 @@ _SIGNATURES = (
     "/s/ {p_name}, {sign}\n",
     "SIGNATURES\n{role}: ____________________  {p_name}    Date: {sign}\nCompany: __________________  "
     "{rep} ({rep_title})    Date: {sign}\n",
+    "Accepted on {sign}.\n\n{p_name} ({role})\n\n{rep}\n{rep_title}, {co}\n",
+    "Signed on {sign} by {p_name} and, for {co}, by {rep}.\n",
+    "Sincerely,\n\n{rep}\n{rep_title}\n\nAgreed and accepted: {p_name}, {sign}\n",
 )
 
 _SCHEDULE = (
@@ -130,6 +144,7 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
     person = make_person(rng, fake)
     rep = make_person(rng, fake)
     kin = make_person(rng, fake)
+    lead = make_person(rng, fake)
     co = company(rng, fake)
     phone_style = rng.randrange(5)
     eff = event_date(rng)
@@ -154,6 +169,8 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
         "p_ssn": E("SSN", person.ssn_text()),
         "p_dob": E("DOB", fmt_date(person.dob, date_style)),
         "k_name": E("NAME", kin.name),
+        "lead": E("NAME", lead.name),
+        "lead_first": E("NAME", lead.first),
         "k_rel": relation(rng, kin),
         "k_phone": E("PHONE", kin.phone(rng.randrange(5))),
         "k_addr": E("ADDRESS", kin.address()),

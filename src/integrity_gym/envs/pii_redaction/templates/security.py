@@ -73,6 +73,7 @@ _PII_LOG_LINES = (
     "{ts} INFO  {svc}[{pid}] notification queued channel=email to={c_email} template=reset_v{api}",
     "{ts} WARN  {svc}[{pid}] callback number on file {c_phone_plain} differs from caller id, uid={uid}",
     '{ts} AUDIT {svc}[{pid}] agent-{agent_no} looked up customer "{c_name}" via ticket {case}',
+    '{ts} DEBUG {svc}[{pid}] checkout billing_name="{c_name}" zip_prefix={zip3} last4={last4} order={order}',
 )
 _SERVICES = ("auth-svc", "gateway", "billing-api", "notify", "device-mgr", "sso-bridge")
 
@@ -120,6 +121,13 @@ _VERIFY = (
     ("Can you repeat the authorised user's name so I note it correctly?", "{k_name_x}"),
     ("Where should we ship the replacement security key?", "same as billing: {c_addr}"),
     ("Which address gets the receipts?", "the work one, {c_email_work}"),
+)
+_EMAILS = (
+    "\n--- e-mail attached to the ticket ---\nFrom: {c_name} <{c_email}>\nSubject: Re: [{case}] still locked out\n\n"
+    "Hi {a_first},\n\nI tried the steps from yesterday but the app still shows {errcode}. {k_first} says the "
+    "same thing happens on the family tablet.\n\nThanks,\n{c_first}\n--- end of e-mail ---\n\n",
+    "\n> forwarded note from the customer ({c_email}):\n> Hello, this is {c_name}. Please close my old "
+    "account and move the licence to the new one. My {k_rel} {k_name} can confirm by phone.\n\n",
 )
 _CLOSERS = (
     ("Agent", "You're all set. The case {case} stays open for 7 days if anything else comes up."),
@@ -203,6 +211,9 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
         "c_addr": E("ADDRESS", c.address()),
         "c_dob_iso": E("DOB", c.dob.isoformat()),
         "k_first": E("NAME", k.first),
+        "c_first": E("NAME", c.first),
+        "zip3": c.zipcode[:3],
+        "last4": f"{rng.randrange(10000):04d}",
         "order_spoken": ob.spoken_digits(f"{rng.randrange(10**9, 10**10)}", rng, (3, 3, 4)),
         "code_spoken": ob.mixed_digits(f"{rng.randrange(10**5, 10**6)}", rng, (3, 3)),
         "charge_date": ob.dob_obfuscated(event_date(rng), rng),
@@ -240,7 +251,17 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
         b.text("\n")
 
     def chat(speaker: str, template: str) -> None:
-        b.text(f"[{tick(5, 90).strftime('%H:%M:%S')}] {speaker}: ")
+        b.text(f"[{tick(5, 90).strftime('%H:%M:%S')}] ")
+        if speaker == "Agent" and agent_style == 1:
+            b.text("Agent ")
+            b.entity("NAME", agent.first)
+        elif speaker == "Agent" and agent_style == 2:
+            b.text("Support (")
+            b.entity("NAME", agent.first)
+            b.text(")")
+        else:
+            b.text(speaker)
+        b.text(": ")
         b.fill(template, ctx)
         b.text("\n")
 
@@ -258,12 +279,16 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
 
     b = Builder()
     b.fill(pick(rng, _HEADERS), ctx)
-    pii_logs = rng.sample(_PII_LOG_LINES, rng.randrange(4, 9))
+    # Agents named on every line add many entities, so those transcripts carry fewer others.
+    agent_style = rng.randrange(4)
+    named = agent_style in (1, 2)
+    pii_logs = rng.sample(_PII_LOG_LINES, rng.randrange(3, 6) if named else rng.randrange(4, 9))
     verify = list(_VERIFY[:6])
     rng.shuffle(verify)
-    verify += rng.sample(_VERIFY[6:], rng.randrange(3, 7))
+    verify += rng.sample(_VERIFY[6:], rng.randrange(1, 4) if named else rng.randrange(3, 7))
     tech = list(_TECH)
     rng.shuffle(tech)
+    email = [pick(rng, _EMAILS)] if rng.random() < 0.5 else []
     speaker, opener = pick(rng, _OPENERS)
     chat(speaker, opener)
     chat("Customer", pick(rng, _PROBLEMS))
@@ -280,6 +305,8 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
                 svc, host = pick(rng, svc_hosts)
                 b.text("    >> ")
                 log_line(pick(rng, _LOG_LINES), svc, host)
+        elif email and roll < 0.8:
+            b.fill(email.pop(), ctx)
         elif tech and roll < 0.9:
             speaker, line = tech.pop()
             chat(speaker, line)
