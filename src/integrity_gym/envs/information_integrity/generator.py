@@ -210,8 +210,8 @@ _OUTLETS: dict[str, tuple[tuple[str, str, SourceType], ...]] = {
     ),
     "weak": (
         ("TruthSeeker Notes", "truthseeker-notes.example", "blog"),
-        ("posts on Chirper", "chirper.example", "social"),
-        ("WakeUp Forum", "wakeup-forum.example", "social"),
+        ("Chirper user @openeyes", "chirper.example", "social"),
+        ("a WakeUp Forum member", "wakeup-forum.example", "social"),
     ),
     "satire": (
         ("The Daily Spoof", "dailyspoof.example", "satire"),
