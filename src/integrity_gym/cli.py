@@ -158,6 +158,34 @@ def bench(
 
 
 @app.command()
+def report(
+    runs: Annotated[list[Path], typer.Argument(help="Run folders written by `igym bench` (several side by side).")],
+    out: Annotated[Path, typer.Option(help="Folder for report.html and the PNGs.")] = Path("outputs/report"),
+    title: Annotated[str, typer.Option(help="Title of the page.")] = "integrity-gym report",
+    trace: Annotated[
+        list[str] | None, typer.Option(help="Episode to trace, TASK_ID:INDEX (default: each task's best).")
+    ] = None,
+    markdown: Annotated[
+        Path | None, typer.Option(help="Also write a Markdown results section here (e.g. docs/results.md).")
+    ] = None,
+    assets: Annotated[Path | None, typer.Option(help="PNG folder of --markdown (default: beside it).")] = None,
+) -> None:
+    """Write a self-contained HTML report with plots (and PNGs) for one or more benchmark runs."""
+    from integrity_gym.bench.report import load_run, parse_trace_choices, write_markdown, write_report
+
+    try:
+        loaded = [load_run(path) for path in runs]
+        chosen = parse_trace_choices(trace or [])
+        page = write_report(loaded, out, title=title, chosen=chosen)
+        console.print(f"wrote {page} and its PNGs in {out}/")
+        if markdown is not None:
+            folder = assets or markdown.parent / markdown.stem
+            console.print(f"wrote {write_markdown(loaded, markdown, folder, chosen)} (figures in {folder}/)")
+    except (ValueError, ImportError) as exc:
+        raise _fail(str(exc)) from exc
+
+
+@app.command()
 def collect(
     claim: Annotated[str, typer.Argument(help="The claim to research, in quotes.")],
     corpus: Annotated[Path, typer.Option(help="Folder of *.jsonl documents (url, title, text, date).")],

@@ -169,9 +169,17 @@ def play_episode(
     cap = min(c for c in (config.max_steps, (config.llm or {}).get("max_steps"), 10**9) if c is not None)
     env: Any = None
     try:
-        env = make(spec.id, url=config.server) if config.server else make(spec.id, **config.env_config)
+        # In-process the partition is env config; a server's envs only take it as a reset option,
+        # and every built-in env already defaults to "eval".
+        options = None
+        if config.server:
+            env = make(spec.id, url=config.server)
+            if config.partition not in (None, "eval"):
+                options = {"partition": config.partition}
+        else:
+            partition = {} if config.partition is None else {"partition": config.partition}
+            env = make(spec.id, **{**partition, **config.env_config})
         agent = build_agent(config.agent, env, seed, llm_settings)
-        options = {"partition": config.partition} if config.partition is not None else None
         obs = env.reset(seed=seed, options=options)
         if config.keep_observations:
             record["reset_observation"] = _jsonable(obs)

@@ -1,0 +1,281 @@
+"""``igym report RUN...``: one self-contained HTML page (PNGs inlined) and the PNG files.
+
+A run is a folder written by ``igym bench`` (``summary.json``, ``episodes.jsonl``,
+``config.json``). Several runs are shown side by side: one table per run and one colour per run
+in every figure. ``write_markdown`` writes the same results as a Markdown section for the README
+(``make results``).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from integrity_gym.bench import plots
+
+FIGURES = (
+    ("grades", "Grade by task", "Mean grade of each task per run; whiskers are 95% intervals over episodes, "
+     "dashed red ticks the task's success threshold."),
+    ("radar", "Grade dimensions", "Mean of each grade dimension per environment; one polygon per run."),
+    ("traces", "Step-reward traces", "One episode per task and run (the best-graded unless chosen with "
+     "--trace): dots are step rewards, lines the running return."),
+    ("variance", "Mean vs variance", ""),
+    ("reliability", "Reliability diagram", "Selective verification, answered items: accuracy against stated "
+     "confidence in ten bins (numbers are items per bin)."),
+    ("risk_coverage", "Risk-coverage", "Selective verification: error rate among the k most confident answers "
+     "against the share answered; dotted, the blind baseline that sees only the claim's text."),
+)  # fmt: skip
+
+
+@dataclass
+class RunData:
+    """One run folder, loaded."""
+
+    path: Path
+    summary: dict[str, Any]
+    config: dict[str, Any]
+    records: list[dict[str, Any]] = field(default_factory=list)
+    #: Legend name; ``label`` plus the run id's tail when several runs share a label.
+    display: str = ""
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+        return str(self.summary.get("run_id") or self.config.get("run_id") or self.path.name)
+
+    @property
+    def label(self) -> str:
+        """Agent (and model) of the run: what legends show."""
+        agent = str(self.summary.get("agent") or self.config.get("bench", {}).get("agent") or "?")
+        model = self.summary.get("model")
+        return agent if not model or model == agent else f"{agent}: {str(model).rsplit('/', 1)[-1]}"
+
+    @property
+    def tasks(self) -> list[str]:
+        """Task ids of the run, in the order the run played them."""
+        summarized = self.summary.get("tasks", {})
+        ordered = [t["id"] for t in self.config.get("tasks", []) if t.get("id") in summarized]
+        return ordered + [t for t in summarized if t not in ordered]
+
+    def threshold(self, task_id: str) -> float | None:
+        """Success threshold of a task, from the summary."""
+        entry = self.summary.get("tasks", {}).get(task_id)
+        return None if not entry or "threshold" not in entry else float(entry["threshold"])
+
+    def completed(self, *, env: str | None = None, task_id: str | None = None) -> list[dict[str, Any]]:
+        """Episodes that finished (no error), optionally of one env or task."""
+        return [
+            r for r in self.records
+            if not r.get("error") and r.get("grade") and (env is None or r["env"] == env)
+            and (task_id is None or r["task_id"] == task_id)
+        ]  # fmt: skip
+
+    def scores(self, task_id: str) -> list[float]:
+        """Grades of a task's finished episodes."""
+        return [float(r["score"]) for r in self.completed(task_id=task_id)]
+
+    def pick(self, task_id: str, index: int | None = None) -> dict[str, Any] | None:
+        """Episode ``index`` of a task, or its best-graded episode (lowest index on ties)."""
+        records = self.completed(task_id=task_id)
+        if index is not None:
+            return next((r for r in records if r["index"] == index), None)
+        return max(records, key=lambda r: (r["score"], -r["index"]), default=None)
+
+    def trace(self, task_id: str, index: int | None = None) -> list[float]:
+        """Step rewards of the picked episode."""
+        record = self.pick(task_id, index)
+        return [] if record is None else [s["reward"] for s in record["trajectory"]]
+
+
+def load_run(path: str | Path) -> RunData:
+    """Load a run folder (or the path of its summary.json)."""
+    folder = Path(path)
+    if folder.is_file():
+        folder = folder.parent
+    summary_path = folder / "summary.json"
+    if not summary_path.is_file():
+        raise ValueError(f"{folder} is not a run folder: it has no summary.json (run `igym bench` first)")
+    summary = json.loads(summary_path.read_text())
+    config_path = folder / "config.json"
+    config = json.loads(config_path.read_text()) if config_path.is_file() else {}
+    records = []
+    episodes = folder / "episodes.jsonl"
+    if episodes.is_file():
+        records = [json.loads(line) for line in episodes.read_text().splitlines() if line.strip()]
+    run = RunData(folder, summary, config, records)
+    run.display = run.label
+    return run
+
+
+def label_runs(runs: Sequence[RunData]) -> None:
+    """Give runs that share a label distinct legend names (the run id's random tail)."""
+    labels = [r.label for r in runs]
+    for run in runs:
+        run.display = run.label if labels.count(run.label) == 1 else f"{run.label} [{run.run_id[-4:]}]"
+
+
+def parse_trace_choices(values: Sequence[str]) -> dict[str, int]:
+    """``TASK:INDEX`` strings → {task_id: episode index}."""
+    out: dict[str, int] = {}
+    for value in values:
+        task, sep, index = value.rpartition(":")
+        if not sep or not task or not index.isdigit():
+            raise ValueError(f"--trace takes TASK_ID:EPISODE_INDEX, e.g. pii_redaction/gdpr_contract_easy-v0:2; "
+                             f"got {value!r}")  # fmt: skip
+        out[task] = int(index)
+    return out
+
+
+def draw_figures(runs: Sequence[RunData], out_dir: Path, chosen: dict[str, int] | None = None) -> dict[str, Path]:
+    """Draw every figure the runs support into ``out_dir``; return {figure key: PNG path}."""
+    label_runs(runs)
+    out: dict[str, Path | None] = {
+        "grades": plots.grades_by_task(runs, out_dir / "grades.png"),
+        "radar": plots.radar(runs, out_dir / "radar.png"),
+        "traces": plots.reward_traces(runs, out_dir / "traces.png", chosen),
+    }
+    out["variance"], _ = plots.mean_vs_variance(runs, out_dir / "variance.png")
+    out["reliability"] = plots.reliability(runs, out_dir / "reliability.png")
+    out["risk_coverage"] = plots.risk_coverage(runs, out_dir / "risk_coverage.png")
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _f(value: Any, spec: str = ".3f") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return format(value, spec)
+
+
+def _variance_caption(runs: Sequence[RunData]) -> str:
+    pairs = [(r.label, t) for r in runs for t in r.tasks if r.scores(t)]
+    if any(pairs.count(p) > 1 for p in pairs):
+        return "Each point is a task of one model: mean of its runs' mean grades against their standard deviation."
+    return ("Only one run per model: each point is a task of one run, mean grade against the episode-to-episode "
+            "standard deviation. Pass several runs of the same model to see run-to-run variance.")  # fmt: skip
+
+
+def _run_table(run: RunData) -> str:
+    rows = []
+    for task_id, s in run.summary.get("tasks", {}).items():
+        metrics = {k: v for k, v in (s.get("metrics") or {}).items() if not k.endswith(("_ci_low", "_ci_high"))}
+        shown = ", ".join(f"{k}={_f(v)}" for k, v in list(metrics.items())[:8])
+        reached = s.get("mean_score") is not None and s["mean_score"] >= s.get("threshold", 2)
+        rows.append(
+            "<tr>" + "".join(f"<td>{c}</td>" for c in (
+                html.escape(task_id), s.get("tier", ""), s.get("episodes", 0), s.get("failed", 0),
+                f"<b class='{'ok' if reached else 'no'}'>{_f(s.get('mean_score'))}</b> ± {_f(s.get('std_score'))}",
+                _f(s.get("threshold"), ".2f"), _f(s.get("success_rate"), ".0%"), _f(s.get("mean_return"), "+.3f"),
+                _f(s.get("mean_steps"), ".1f"), f"<small>{html.escape(shown)}</small>",
+            )) + "</tr>"
+        )  # fmt: skip
+    head = "".join(f"<th>{h}</th>" for h in ("task", "tier", "n", "failed", "grade ± sd", "threshold", "success",
+                                               "return", "steps", "env metrics"))  # fmt: skip
+    sep = run.summary.get("tier_separation", {})
+    checks = []
+    for env, v in sep.items():
+        means = ", ".join(f"{t} {m:.3f}" for t, m in v.get("means", {}).items())
+        verdict = {True: "easy &gt; medium &gt; hard ✓", False: "not separated ✗"}.get(v.get("ok"), "one tier")
+        checks.append(f"<li>{html.escape(env)}: {means} — {verdict}</li>")
+    replay = html.escape(str(run.summary.get("reproduce") or run.config.get("reproduce") or ""))
+    return (
+        f"<h3>{html.escape(run.label)} <small>{html.escape(run.run_id)} · {run.summary.get('status', '?')} · "
+        f"{html.escape(str(run.config.get('created_at', '')))}</small></h3>"
+        f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+        f"<ul class='checks'>{''.join(checks)}</ul><p>Reproduce: <code>{replay}</code></p>"
+    )
+
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
+table{border-collapse:collapse;margin:.5em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 7px;
+text-align:left;vertical-align:top}th{background:#f3f3f3}.ok{color:#17803d}.no{color:#b42318}
+img{max-width:100%;border:1px solid #eee}figure{margin:1.5em 0}figcaption{color:#555;font-size:13px}
+code{font-size:12px;word-break:break-all;background:#f6f6f6;padding:1px 3px}small{color:#666}"""
+
+
+def write_report(
+    runs: Sequence[RunData], out_dir: Path, *, title: str = "integrity-gym report", chosen: dict[str, int] | None = None
+) -> Path:
+    """Write ``out_dir/report.html`` (images inlined) and the PNGs beside it; return the HTML path."""
+    if not runs:
+        raise ValueError("a report needs at least one run folder")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figures = draw_figures(runs, out_dir, chosen)
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
+        f"<p>{len(runs)} run(s); generated {datetime.now(UTC).isoformat(timespec='seconds')}.</p>",
+    ]
+    for key, heading, caption in FIGURES:
+        if key not in figures:
+            continue
+        data = base64.b64encode(figures[key].read_bytes()).decode("ascii")
+        text = _variance_caption(runs) if key == "variance" else caption
+        parts.append(
+            f"<figure><h2>{heading}</h2><img alt='{heading}' src='data:image/png;base64,{data}'>"
+            f"<figcaption>{html.escape(text)}</figcaption></figure>"
+        )
+    parts.append("<h2>Runs</h2>")
+    parts += [_run_table(run) for run in runs]
+    parts.append("</body></html>")
+    path = out_dir / "report.html"
+    path.write_text("\n".join(parts))
+    return path
+
+
+def results_markdown(runs: Sequence[RunData], figures: dict[str, Path], relative_to: Path) -> str:
+    """A Markdown results section: one row per task, one column per run, then the figures."""
+    tasks = plots.task_order(runs)
+    header = "| task | tier | threshold | " + " | ".join(r.label for r in runs) + " |"
+    lines = [header, "|" + "---|" * (3 + len(runs))]
+    for task_id in tasks:
+        entry = next(r.summary["tasks"][task_id] for r in runs if task_id in r.summary.get("tasks", {}))
+        cells = []
+        for run in runs:
+            s = run.summary.get("tasks", {}).get(task_id)
+            if not s or s.get("mean_score") is None:
+                cells.append("–")
+                continue
+            cells.append(
+                f"{s['mean_score']:.3f} ± {_f(s.get('std_score'), '.3f')} ({_f(s.get('success_rate'), '.0%')})"
+            )
+        lines.append(f"| `{task_id}` | {entry.get('tier', '')} | {_f(entry.get('threshold'), '.2f')} | "
+                     + " | ".join(cells) + " |")  # fmt: skip
+    lines.append("")
+    lines.append("Cells: mean grade ± standard deviation over episodes (success rate against the threshold).")
+    for run in runs:
+        n = {t: s.get("episodes") for t, s in run.summary.get("tasks", {}).items()}
+        per_task = sorted(set(n.values()))
+        lines.append(f"- **{run.label}**: {', '.join(map(str, per_task))} episode(s) per task; "
+                     f"reproduce with `{run.summary.get('reproduce', '')}`")  # fmt: skip
+    lines.append("")
+    for key, heading, caption in FIGURES:
+        if key in figures:
+            rel = Path(_relpath(figures[key], relative_to))
+            text = _variance_caption(runs) if key == "variance" else caption
+            lines += [f"**{heading}.** {text}", "", f"![{heading}]({rel.as_posix()})", ""]
+    return "\n".join(lines)
+
+
+def _relpath(path: Path, start: Path) -> str:
+    import os
+
+    return os.path.relpath(path.resolve(), start.resolve())
+
+
+def write_markdown(
+    runs: Sequence[RunData], markdown_path: Path, assets_dir: Path, chosen: dict[str, int] | None = None
+) -> Path:
+    """Write the README results section to ``markdown_path`` with its PNGs in ``assets_dir``."""
+    figures = draw_figures(runs, assets_dir, chosen)
+    body = results_markdown(runs, figures, markdown_path.parent)
+    intro = "<!-- generated by `make results` (igym report --markdown); do not edit by hand -->\n# Results\n\n"
+    markdown_path.parent.mkdir(parents=True, exist_ok=True)
+    markdown_path.write_text(intro + body + "\n")
+    return markdown_path
