@@ -27,7 +27,7 @@ ENTRY_POINT_GROUP = "integrity_gym.tasks"
 
 #: The built-in environments, in display order. Each ``integrity_gym.envs.<name>.tasks``
 #: module defines ``TASKS: tuple[TaskSpec, ...]``.
-BUILTIN_ENVS: tuple[str, ...] = ("pii_redaction", "information_integrity")
+BUILTIN_ENVS: tuple[str, ...] = ("pii_redaction", "information_integrity", "selective_verification")
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _ID = re.compile(r"^(?P<env>[a-z][a-z0-9_]*)/(?P<name>[a-z][a-z0-9_]*)(?:-v(?P<version>\d+))?$")
