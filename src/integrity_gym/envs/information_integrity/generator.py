@@ -292,16 +292,21 @@ def _plan_statuses(rng: random.Random, tier: Difficulty, label: Decision, family
     return harm, statuses
 
 
-def _claim_sources(rng: random.Random, index: int, status: Status, known: bool) -> list[_SourcePlan]:
-    """Sources that make a claim's status come out right, before traps are added."""
+def _claim_sources(rng: random.Random, index: int, status: Status) -> list[_SourcePlan]:
+    """Sources that make a claim's status come out right, before traps are added.
+
+    Every status gets two or three of them, so the number of sources listed for a claim says
+    nothing about its status.
+    """
+    n = rng.randint(2, 3)
     if status in ("false", "true"):
         stance: Stance = "refutes" if status == "false" else "supports"
-        return [_SourcePlan(index, stance, "trusted") for _ in range(rng.randint(2, 3 if known else 2))]
-    if status == "misleading":
-        return [_SourcePlan(index, "supports", "trusted"), _SourcePlan(index, "refutes", "trusted")]
-    if status == "contested":
-        return [_SourcePlan(index, "supports", "trusted"), _SourcePlan(index, "refutes", "trusted")]
-    return [_SourcePlan(index, "supports", "middling"), _SourcePlan(index, "refutes", "middling")]
+        return [_SourcePlan(index, stance, "trusted") for _ in range(n)]
+    band = "middling" if status == "unsupported" else "trusted"
+    plans = [_SourcePlan(index, "supports", band), _SourcePlan(index, "refutes", band)]
+    if n == 3:
+        plans.append(_SourcePlan(index, rng.choice(("supports", "refutes")), band))
+    return plans
 
 
 def _traps(rng: random.Random, tier: Difficulty, statuses: list[Status]) -> list[_SourcePlan]:
@@ -367,7 +372,7 @@ def _attempt(rng: random.Random, tier: Difficulty, partition: Partition, seed: i
         confidence = round(rng.uniform(0.8, 0.98) if known else rng.uniform(0.2, 0.5), 2)
         text = _upper_first(claim_texts[i]) + "."
         claims.append(ClaimFact(id=claim_ids[i], text=text, verdict=verdict, confidence=confidence))
-        plans.extend(_claim_sources(rng, i, status, known))
+        plans.extend(_claim_sources(rng, i, status))
     plans.extend(_traps(rng, tier, statuses))
     rng.shuffle(plans)
     as_of = dt.date(2026, 1, 1) + dt.timedelta(days=rng.randrange(300))
