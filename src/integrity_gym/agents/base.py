@@ -28,7 +28,7 @@ class NoopAgent:
         return self._env_class.noop_action(observation)
 
 
-AGENTS = ("heuristic", "random", "oracle", "noop")
+AGENTS = ("heuristic", "random", "oracle", "noop", "llm")
 
 
 def make_agent(name: str, env: Env[Any, Any, Any], *, seed: int = 0) -> Agent:
@@ -42,6 +42,10 @@ def make_agent(name: str, env: Env[Any, Any, Any], *, seed: int = 0) -> Agent:
         return NoopAgent(env, seed)
     if name == "oracle":
         return OracleAgent(env, seed)
+    if name == "llm":  # settings from API_BASE_URL, MODEL_NAME, ... (see agents.llm)
+        from integrity_gym.agents.llm import LLMAgent
+
+        return LLMAgent(env, seed)
     if name == "heuristic":
         module = importlib.import_module(f"integrity_gym.agents.heuristic.{env.spec.env}")
         agent: Agent = module.HeuristicAgent(env.spec, seed=seed)
