@@ -148,3 +148,44 @@ def test_presets_load_from_a_yaml_path_and_bad_files_name_the_problem(tmp_path: 
         rw.load_reward_config(bad)
     with pytest.raises(ValueError, match="reward_preset"):
         rw.load_reward_config("no-such-preset")
+
+
+@pytest.mark.parametrize("preset", ["default", "reference"])
+def test_every_step_breakdown_sums_to_its_reward_and_totals_stay_in_the_clip(preset: str) -> None:
+    from integrity_gym.agents import make_agent
+
+    for task_id in ("information_integrity/easy-v0", "information_integrity/hard-v0"):
+        env = integrity_gym.make(task_id, reward_preset=preset)
+        for agent_name in ("noop", "random", "heuristic"):
+            for seed in range(4):
+                agent = make_agent(agent_name, env, seed=seed)
+                obs = env.reset(seed=seed)
+                total = 0.0
+                while not env.done:
+                    result = env.step(agent.act(obs))
+                    obs = result.observation
+                    assert sum(result.info["reward_breakdown"].values()) == pytest.approx(result.reward)
+                    total += result.reward
+                    assert -2.0 - 1e-9 <= total <= 2.0 + 1e-9
+                assert total == pytest.approx(env.state().total_reward)
+
+
+def test_exploration_rewards_do_not_depend_on_hidden_facts() -> None:
+    """Altering everything unseen (stances, verdicts, the label) leaves verify/check rewards unchanged."""
+    import random
+
+    from integrity_gym.envs.information_integrity.env import InformationIntegrityEnv
+
+    for preset in ("default", "reference"):
+        for seed in range(6):
+            env = integrity_gym.make("information_integrity/hard-v0", reward_preset=preset)
+            obs = env.reset(seed=seed)
+            twin = integrity_gym.make("information_integrity/hard-v0", reward_preset=preset)
+            twin.load_state(InformationIntegrityEnv.counterfactual(env.state(), random.Random(seed)))
+            assert twin.state().scenario.label != env.state().scenario.label
+            actions = [{"type": "check_source", "source_id": s.id} for s in obs.available_sources]
+            actions += [{"type": "verify_claim", "claim_id": c.id} for c in obs.claims]
+            actions += actions[:2]  # repeats
+            for action in actions:
+                a, b = env.step(action), twin.step(action)
+                assert a.reward == b.reward and a.info["reward_breakdown"] == b.info["reward_breakdown"]
