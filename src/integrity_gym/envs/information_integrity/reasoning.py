@@ -12,7 +12,8 @@ A statement is correct only if every id it cites was checked or verified before 
 and it agrees with the facts; statements that contradict each other are all wrong. The score is
 ``recall × precision``: recall over the gold statements (``rules.gold_evidence``), precision over
 every statement made. Only the first ``char_cap`` characters are read, and more than
-``statement_cap`` statements score 0, so dumping every combination cannot pay.
+``statement_cap`` statements (or than the gold explanation has, if that is more) score 0, so
+dumping every combination cannot pay.
 """
 
 from __future__ import annotations
@@ -149,7 +150,9 @@ def grade_reasoning(
     unique = list(dict.fromkeys(statements))
     if not unique:
         return ReasoningScore(0.0, 0.0, 0.0, (), (), False)
-    if len(unique) > statement_cap:
+    gold = set(rules.gold_evidence(scenario).statements)
+    # A complete explanation of an unusually large user scenario must never exceed the cap.
+    if len(unique) > max(statement_cap, len(gold)):
         return ReasoningScore(0.0, 0.0, 0.0, tuple(unique), (), True)
     values: dict[tuple[str, str], set[str]] = {}
     for s in unique:
@@ -163,7 +166,6 @@ def grade_reasoning(
         and all(i in seen_set for i in _cited(s))
         and _is_true(s, scenario, agg)
     )
-    gold = set(rules.gold_evidence(scenario).statements)
     hit = {s.text for s in correct} & gold
     recall = len(hit) / len(gold) if gold else 0.0
     precision = len(correct) / len(unique)
