@@ -188,10 +188,10 @@ def test_premature_redundant_and_max_steps_flags() -> None:
 def test_sufficient_evidence_flag_and_no_premature_penalty() -> None:
     env = make()
     env.reset(scenario_id="easy_001")
-    for action in ("verify claim_1", "check src_1", "check src_2"):
+    for action in ("verify claim_1", "check src_1", "check src_3"):
         obs = env.step(action).observation
     assert obs.status_flags.sufficient_evidence
-    result = env.step("decide remove claim_1 is false. src_1 refutes claim_1. src_2 refutes claim_1. harm is high.")
+    result = env.step("decide remove claim_1 is false. src_1 refutes claim_1. src_3 refutes claim_1. harm is high.")
     assert result.info["reward_breakdown"] == {"decision_correct": 1.0}
     assert env.grade().score == 1.0
 
