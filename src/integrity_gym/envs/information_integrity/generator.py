@@ -386,7 +386,9 @@ def _attempt(rng: random.Random, tier: Difficulty, partition: Partition, seed: i
         lo, hi = _BANDS[plan.band]
         slot = {"outlet": outlet, "claim": claim_texts[plan.claim_index], "topic": topic, "Topic": _upper_first(topic)}
         age = rng.randrange(4 * 365, 9 * 365) if plan.stale else rng.randrange(5, 700)
-        text = _fill(_SATIRE_TEXT[plan.stance] if plan.band == "satire" else rng.choice(_TEXTS[plan.stance]), slot)
+        text = _upper_first(
+            _fill(_SATIRE_TEXT[plan.stance] if plan.band == "satire" else rng.choice(_TEXTS[plan.stance]), slot)
+        )
         sources.append(
             SourceFact(
                 id=source_id,
