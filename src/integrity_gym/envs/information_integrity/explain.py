@@ -25,9 +25,8 @@ def describe_source(scenario: Scenario, source_id: str) -> str:
     if rules.is_outdated(s, scenario.as_of):
         extra.append("outdated")
     tail = f" [{', '.join(extra)}]" if extra else ""
-    return (
-        f"{s.id} {s.stance} {s.claim_id}; reliability {s.reliability:.2f}, {s.source_type}, {s.date.isoformat()}{tail}"
-    )
+    stance = "is neutral on" if s.stance == "neutral" else s.stance
+    return f"{s.id} {stance} {s.claim_id}; reliability {s.reliability:.2f}, {s.source_type}, {s.date.isoformat()}{tail}"
 
 
 def reasoning_record(record: EpisodeRecord) -> dict[str, Any]:
