@@ -192,15 +192,22 @@ def collect(
     out: Annotated[Path | None, typer.Option(help="Write the scenario JSON here instead of printing it.")] = None,
     limit: Annotated[int, typer.Option(min=2, help="Sources to retrieve.")] = 6,
     harm: Annotated[str, typer.Option(help="Harm level of the topic: low, medium or high.")] = "medium",
+    domains: Annotated[Path | None, typer.Option(help="Domain reliability YAML (default: the built-in table).")] = None,
 ) -> None:
     """Build an information_integrity scenario draft for CLAIM from a local corpus, for human review."""
-    from integrity_gym.envs.information_integrity.collector import DataCollector, LocalCorpusBackend, write_scenario
+    from integrity_gym.envs.information_integrity.collector import (
+        DataCollector,
+        DomainReliability,
+        LocalCorpusBackend,
+        write_scenario,
+    )
 
     if harm not in ("low", "medium", "high"):
         raise _fail(f"--harm must be low, medium or high, not {harm!r}")
     try:
+        table = DomainReliability.from_yaml(domains) if domains else None
         backend = LocalCorpusBackend(corpus)
-        scenario = DataCollector(backend).build_scenario(claim, limit=limit, harm=harm)  # type: ignore[arg-type]
+        scenario = DataCollector(backend, table).build_scenario(claim, limit=limit, harm=harm)  # type: ignore[arg-type]
     except ValueError as exc:
         raise _fail(str(exc)) from exc
     if out is None:

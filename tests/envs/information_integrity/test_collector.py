@@ -138,3 +138,29 @@ def test_synthetic_corpus_has_the_requested_size(tmp_path: Path) -> None:
     assert write_synthetic_corpus(tmp_path, 1500, per_file=400) == 1500
     assert len(list(tmp_path.glob("*.jsonl"))) == 4
     assert LocalCorpusBackend(tmp_path).count == 1500
+
+
+def test_igym_collect_takes_a_custom_domain_table(corpus: Path, tmp_path: Path) -> None:
+    table = tmp_path / "domains.yaml"
+    table.write_text(
+        "default: {reliability: 0.3, source_type: blog}\n"
+        "domains:\n  wakeup-forum.example: {reliability: 0.99, source_type: academic}\n"
+    )
+    out = tmp_path / "draft.json"
+    args = [
+        "collect",
+        "Kelpwort tea cures the flu",
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(out),
+        "--domains",
+        str(table),
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    sources = {s["url"].split("/")[2]: s for s in json.loads(out.read_text())["sources"]}
+    assert sources["wakeup-forum.example"]["reliability"] == 0.99
+    assert sources["health.meridian.example"]["reliability"] == 0.3
+    missing = CliRunner().invoke(app, [*args[:-1], str(tmp_path / "nope.yaml")])
+    assert missing.exit_code == 2 and "domains" in missing.output

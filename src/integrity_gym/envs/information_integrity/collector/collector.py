@@ -62,7 +62,13 @@ class DomainReliability:
     @classmethod
     def from_yaml(cls, path: str | Path) -> DomainReliability:
         """Load a table from a YAML file with ``default``, ``domains`` and ``suffixes``."""
-        data = yaml.safe_load(Path(path).read_text("utf-8"))
+        file = Path(path)
+        if not file.is_file():
+            raise ValueError(f"domains: {str(path)!r} does not exist or is not a file")
+        try:
+            data = yaml.safe_load(file.read_text("utf-8"))
+        except yaml.YAMLError as exc:
+            raise ValueError(f"domains: {path} is not valid YAML: {exc}") from exc
         if not isinstance(data, dict):
             raise ValueError(f"{path}: expected a mapping with default, domains and suffixes")
         return cls(data)
