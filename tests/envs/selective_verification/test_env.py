@@ -46,6 +46,9 @@ def test_raw_text_is_parsed_and_repair_recorded() -> None:
     result = env.step(f"Answer: ```json\n{{'verdict': '{verdict.lower()}', 'confidence': 0.9}}\n```")
     assert result.done and result.info["error"] is None and result.info["needed_repair"]
     assert result.reward == pytest.approx(1 - 0.1**2)
+    metrics = result.info["trace_metrics"]
+    assert metrics["answered"] == metrics["correct"] == metrics["needed_repair"] == 1
+    assert metrics["confidence_sum"] == 0.9 and metrics["brier_sum"] == pytest.approx(0.01)
     grade = env.grade()
     assert grade.breakdown["needed_repair"] == 1.0 and grade.breakdown["correct"] == 1.0
     assert grade.score == pytest.approx((0.99 - 0.8) / 0.2)

@@ -234,11 +234,24 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
     def _finish(self, record: AnswerRecord) -> StepResult[VerificationObservation]:
         self._answer = record
         self._steps += 1
+        answered = record.verdict in ("SUPPORTED", "REFUTED")
+        correct = answered and (record.verdict == "SUPPORTED") == self._require_item().label
+        confidence = record.confidence if answered and record.confidence is not None else 0.0
         info = {
             "reward_breakdown": dict(record.reward_breakdown),
             "error": record.error,
             "malformed": record.malformed,
             "needed_repair": record.needed_repair,
+            # Per-trace indicators: summed over episodes they give every dataset rate exactly.
+            "trace_metrics": {
+                "answered": int(answered),
+                "abstained": int(record.verdict == "ABSTAIN"),
+                "malformed": int(record.malformed),
+                "correct": int(correct),
+                "confidence_sum": confidence,
+                "brier_sum": (confidence - float(correct)) ** 2 if answered else 0.0,
+                "needed_repair": int(record.needed_repair),
+            },
         }
         return StepResult(observation=self._observation(), reward=record.reward, done=True, info=info)
 
