@@ -64,11 +64,13 @@ def test_min_chars_is_honoured(kind: Kind) -> None:
         doc = generate_document(kind, 0, 1, min_chars=min_chars)
         assert len(doc.text) >= min_chars
 
-    # Longer documents carry more entities on average (each length draws a different document).
+    # Longer notes and case files carry more entities on average (each length draws a different
+    # document); a longer contract only adds boilerplate and schedule lines.
     def total(min_chars: int) -> int:
         return sum(len(generate_document(kind, 0, i, min_chars=min_chars).entities) for i in range(5))
 
-    assert total(12000) > total(1)
+    if kind != "contract":
+        assert total(12000) > total(1)
 
 
 def test_same_inputs_same_document_and_different_inputs_differ() -> None:

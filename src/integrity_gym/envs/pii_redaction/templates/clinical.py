@@ -7,7 +7,7 @@ Names recur in prose (often surname only), birth dates follow cues such as ``DOB
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 from random import Random
 
 from faker import Faker
@@ -19,7 +19,6 @@ from integrity_gym.envs.pii_redaction.templates.common import (
     Slot,
     between,
     brand,
-    event_date,
     fmt_date,
     make_person,
     pick,
@@ -86,15 +85,15 @@ _HPI = (
     "Reason for visit: {symptom}.\nThe patient, {p_name}, is known to our service for {cond} "
     "({icd}). {p_pron_cap} was seen by Dr. {d2_last} on {prior} and started on {drug1}.\n\n",
     "Presenting problem: {p_first} describes {symptom} for about {days} days on a background of {cond} "
-    "({icd}). {p_pron_cap} came with {k_first}, who has noticed {detail}.\n\n",
+    "({icd}). {p_pron_cap} came with {k_first}, who confirms the history.\n\n",
     "Subjective: {p_last} reports {symptom} since {prior}. Medication adherence is good except for "
     "{drug2}. {k_first} manages the pill organiser.\n\n",
 )
 _SOCIAL = (
-    "SOCIAL HISTORY: Lives with {p_poss} {k_rel}, {k_name}, at {p_addr}. Works as a {job} at {employer}. {habits}\n\n",
+    "SOCIAL HISTORY: Lives with {p_poss} {k_rel}, {k_name}, at {p_addr}. Works as {job} at {employer}. {habits}\n\n",
     "Social: {p_pron_cap} lives alone at {p_addr} and is independent in daily activities. {habits} "
     "{p_poss_cap} {k_rel} {k_name} visits daily and helps with medications.\n\n",
-    "Social and functional history: retired {job}; {k_rel} {k_first} is the main carer. Home address "
+    "Social and functional history: retired, formerly {job}; {k_rel} {k_first} is the main carer. Home address "
     "on file: {p_addr}. {habits}\n\n",
 )
 _CONTACTS = (
@@ -152,11 +151,11 @@ _SYMPTOMS = (
     "dizziness on standing", "poorly controlled blood sugar", "redness and pain in the left shin",
 )  # fmt: skip
 _DETAILS = (
-    "increased use of the rescue inhaler", "two pillows at night to breathe comfortably",
-    "missed several doses of medication", "a new rash after starting an antibiotic",
+    "using the rescue inhaler more often", "needing two pillows at night to breathe comfortably",
+    "missing several doses of medication", "a new rash after starting an antibiotic",
 )  # fmt: skip
 _TRIGGERS = ("a viral illness", "a change in medication", "a long flight", "a fall at home")
-_JOBS = ("teacher", "electrician", "nurse", "accountant", "bus driver", "chef", "pharmacist")
+_JOBS = ("a teacher", "an electrician", "a nurse", "an accountant", "a bus driver", "a chef", "a pharmacist")
 _SPECIALTIES = ("Cardiology", "Pulmonology", "Nephrology", "Endocrinology", "Internal Medicine")
 _IMAGING = ("no acute process", "a right lower lobe opacity", "mild cardiomegaly", "small bilateral effusions")
 _ALLERGIES = ("penicillin (rash)", "no known drug allergies", "sulfa drugs (hives)", "latex")
@@ -174,10 +173,18 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
     doctors = [make_person(rng, fake) for _ in range(3)]
     (cond, icd), (cond2, icd2) = rng.sample(_CONDITIONS, 2)
     drugs = rng.sample(_DRUGS, 3)
-    adm = event_date(rng)
+    # One coherent timeline: prior visit < admission <= labs <= discharge < follow-up.
+    adm = between(rng, date(2019, 3, 1), date(2025, 10, 31))
+    stay = rng.randrange(1, 9)
+    dis = adm + timedelta(days=stay)
+
+    def during() -> str:
+        return fmt_date(adm + timedelta(days=rng.randrange(stay + 1)), style)
+
+    history_first = max(date(1995, 1, 1), patient.dob + timedelta(days=365 * 5))
     style = rng.randrange(7)
     she = patient.gender == "f"
-    age = 2024 - patient.dob.year
+    age = adm.year - patient.dob.year - ((adm.month, adm.day) < (patient.dob.month, patient.dob.day))
     ctx: dict[str, Slot] = {
         "facility": pick(rng, _FACILITY).format(
             brand=brand(rng), saint=pick(rng, _SAINTS), street_word=pick(rng, _STREET_WORDS)
@@ -219,14 +226,14 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
         "enc": f"ENC-{rng.randrange(10**6, 10**7)}",
         "acc": f"ACC{rng.randrange(10**5, 10**6)}",
         "adm": fmt_date(adm, style),
-        "dis": fmt_date(adm.fromordinal(adm.toordinal() + rng.randrange(1, 9)), style),
-        "prior": fmt_date(event_date(rng), style),
-        "prior2": fmt_date(event_date(rng), style),
-        "letter_date": fmt_date(event_date(rng), style + 1),
-        "lab_date": fmt_date(event_date(rng), style),
-        "hist_date": fmt_date(between(rng, date(1995, 1, 1), date(2018, 12, 31)), style),
-        "hist_date2": fmt_date(between(rng, date(1995, 1, 1), date(2018, 12, 31)), style),
-        "hist_year": str(rng.randrange(1995, 2019)),
+        "dis": fmt_date(dis, style),
+        "prior": fmt_date(adm - timedelta(days=rng.randrange(20, 400)), style),
+        "prior2": fmt_date(dis + timedelta(days=rng.randrange(7, 60)), style),
+        "letter_date": fmt_date(dis + timedelta(days=rng.randrange(0, 5)), style + 1),
+        "lab_date": during(),
+        "hist_date": fmt_date(between(rng, history_first, date(2018, 12, 31)), style),
+        "hist_date2": fmt_date(between(rng, history_first, date(2018, 12, 31)), style),
+        "hist_year": str(rng.randrange(history_first.year, 2019)),
         "cond": cond,
         "icd": icd,
         "cond2": cond2,
@@ -287,12 +294,12 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
         if not fillers:
             fillers = [f for f in _FILLERS if f.startswith(("HOSPITAL COURSE", "Day {day}"))]
         day += 1
-        b.fill(fillers.pop(), {**ctx, "day": str(day), "lab_date2": fmt_date(event_date(rng), style)})
+        b.fill(fillers.pop(), {**ctx, "day": str(min(day, stay + 1)), "lab_date2": during()})
     b.fill(closing, ctx)
     b.fill(sign, ctx)
     while len(b) < min_chars:
         b.fill(
             "Addendum ({lab_date2}): results reviewed; no change to management.\n",
-            {"lab_date2": fmt_date(event_date(rng), style)},
+            {"lab_date2": during()},
         )
     return b.result()

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from random import Random
 
 from faker import Faker
 
 from integrity_gym.envs.pii_redaction.models import Entity
 from integrity_gym.envs.pii_redaction.templates.common import (
+    EVENT_FIRST,
+    EVENT_LAST,
     Builder,
     E,
     Slot,
+    between,
     brand,
     code,
     company,
-    event_date,
     fmt_date,
     make_person,
     money,
@@ -42,7 +45,7 @@ _HEADERS = (
 )
 
 _PARTIES = (
-    'This {title_lc} (the "Agreement") is made on {eff} between {co}, a {state_law} company '
+    'This {title_lc} (the "Agreement") is made on {eff} between {co}, a company organised in {state_law} '
     '(the "Company"), represented by {rep}, its {rep_title}, and {p_name}, residing at {p_addr} '
     '(the "{role}"). The {role} can be reached at {p_email} or {p_phone}.\n\n',
     'PARTIES. (1) {co} ("Company"), acting through {rep}, {rep_title}; and (2) {p_name} of '
@@ -113,7 +116,7 @@ _EXTRAS = (
     "Guarantor. {k_name}, of {k_addr}, guarantees the {role}'s obligations and can be reached at {k_email}.",
     "Project Lead. Day-to-day decisions for the Company are made by {lead}, who approves each "
     "deliverable in writing within ten business days. {lead_first} may delegate this to the {brand} team.",
-    "Household. The {role} confirms that {k_name} also lives at the property and may be contacted "
+    "Household. The {role} confirms that {k_name} shares the {role}'s home address and may be contacted "
     "on {k_phone} if the {role} cannot be reached.",
 )
 
@@ -147,7 +150,7 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
     lead = make_person(rng, fake)
     co = company(rng, fake)
     phone_style = rng.randrange(5)
-    eff = event_date(rng)
+    eff = between(rng, EVENT_FIRST + timedelta(days=31), EVENT_LAST)  # signing and checks come before it
     date_style = rng.randrange(4)
     ctx: dict[str, Slot] = {
         "title": title,
@@ -178,8 +181,8 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
         "ref": code(rng, pick(rng, ("MSA", "NDA", "ICA", "AGR", "CTR")), 6),
         "ver": f"{rng.randrange(1, 5)}.{rng.randrange(10)}",
         "eff": fmt_date(eff, date_style),
-        "sign": fmt_date(event_date(rng), date_style),
-        "verif": fmt_date(event_date(rng), date_style),
+        "sign": fmt_date(eff - timedelta(days=rng.randrange(0, 15)), date_style),
+        "verif": fmt_date(eff - timedelta(days=rng.randrange(1, 30)), date_style),
         "verif_ref": code(rng, "KYC", 7),
         "state_law": fake.state(),
         "months": str(pick(rng, (6, 12, 18, 24, 36))),

@@ -108,7 +108,7 @@ _TECH = (
 )
 # (agent prompt, customer answer) pairs; answers hold obfuscated personal data.
 _VERIFY = (
-    ("To start, what's the full name on the account?", "it's {c_name_x}"),
+    ("Could you confirm the full name on the account?", "it's {c_name_x}"),
     ("Which email address did you sign up with?", "{c_email_x}"),
     ("What phone number should receive the codes?", "{c_phone_x}"),
     ("Can you confirm your date of birth for verification?", "{c_dob_x}"),
