@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import random
 import re
@@ -439,7 +440,7 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
                     "reliability": round(rng.random(), 2),
                     "text": f"altered text {rng.random():.6f}",
                     "url": f"https://altered.example/{rng.getrandbits(32):08x}",
-                    "date": s.date.replace(year=s.date.year - 1 - rng.randrange(5)),
+                    "date": s.date - dt.timedelta(days=1 + rng.randrange(3000)),
                     "satire": not s.satire,
                     "source_type": other(SOURCE_TYPES, s.source_type),
                 }
