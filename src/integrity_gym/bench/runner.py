@@ -18,6 +18,7 @@ import os
 import platform
 import secrets
 import shlex
+import signal
 import threading
 import time
 import traceback
@@ -502,30 +503,33 @@ def run_bench(
             if progress:
                 progress("episode", record)
 
+        # Ctrl-C only sets ``stop``: the main loop notices it between episodes, so a record is
+        # never half written (file, log and database always agree). A second Ctrl-C forces out.
+        previous = _install_interrupt(stop)
         try:
             submit()
-            while pending:
-                finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            while pending and not stop.is_set():
+                finished, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                 for future in finished:
                     pending.discard(future)
                     collect(future)
-                submit()
+                if not stop.is_set():
+                    submit()
         except KeyboardInterrupt:
-            status = "interrupted"
             stop.set()
-            queue.clear()
-            for future in list(pending):
-                future.cancel()
-            # Episodes in flight stop at their next step; keep any that finished meanwhile.
-            for future in list(pending):
-                if not future.cancelled():
-                    try:
+        finally:
+            if stop.is_set():
+                status = "interrupted"
+                queue.clear()
+                for future in list(pending):
+                    future.cancel()
+                # Episodes in flight stop at their next step; keep any that finished meanwhile.
+                for future in list(pending):
+                    if not future.cancelled():
                         wait([future])
                         collect(future)
-                    except KeyboardInterrupt:
-                        break
-        finally:
             pool.shutdown(wait=False, cancel_futures=True)
+            _restore_interrupt(previous)
     records = _sorted(records)
     # Rewrite in a stable order so two runs of the same command give identical files.
     episodes_path.write_text("".join(json.dumps(r, sort_keys=True, default=str) + "\n" for r in records))
@@ -577,6 +581,24 @@ def summary_lines(
     lines.append(f"status={status}")
     lines.append(f"reproduce: {replay}")
     return lines
+
+
+def _install_interrupt(stop: threading.Event) -> Any:
+    """Make SIGINT set ``stop`` (main thread only); return the previous handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    return signal.signal(signal.SIGINT, handler)
+
+
+def _restore_interrupt(previous: Any) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _version() -> str:

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import pytest
+
+from integrity_gym.bench import logs
+
+
+def test_lines_have_the_reference_shape() -> None:
+    assert logs.start_line("pii_redaction/x-v0", "pii_redaction", "m", 2, 7) == (
+        "[START] task=pii_redaction/x-v0 env=pii_redaction model=m episode=2 seed=7"
+    )
+    assert logs.step_line(1, "REDACT(59,69,EMAIL)", 0.86, False, None) == (
+        "[STEP] step=1 action=REDACT(59,69,EMAIL) reward=0.860 done=false error=null"
+    )
+    assert logs.end_line(True, 4, 0.7364, 2.94, [0.86, -0.3], None) == (
+        "[END] success=true steps=4 score=0.736 return=2.940 rewards=0.860,-0.300"
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    ['decide(flag) "quoted" and spaces', "a=b", "ünïcode text", "line\nbreak", "x" * 250],
+)
+def test_awkward_values_round_trip(value: str) -> None:
+    kind, fields = logs.parse_line(logs.step_line(3, value, -1.0, True, value))
+    assert kind == "STEP" and fields["step"] == "3" and fields["done"] == "true" and fields["reward"] == "-1.000"
+    shown = value if len(value) <= 200 else value[:197] + "..."
+    assert fields["action"] == shown
+    assert fields["error"] == value[:297] + "..." if len(value) > 300 else value
+
+
+def test_failed_episode_end_line_carries_the_error_and_nulls() -> None:
+    kind, fields = logs.parse_line(logs.end_line(None, 0, None, 0.0, [], "LLMCallError: timed out"))
+    assert kind == "END" and fields["success"] is None and fields["score"] is None
+    assert fields["rewards"] == "-" and fields["error"] == "LLMCallError: timed out"
+
+
+def test_episode_block_and_bad_input() -> None:
+    record = {
+        "task_id": "t/a-v0", "env": "t", "index": 0, "seed": 5, "success": False, "steps": 1, "score": 0.25,
+        "total_return": -1.0,
+        "trajectory": [{"step": 1, "action_text": "RAW:oops", "reward": -1.0, "done": True, "error": "bad"}],
+    }  # fmt: skip
+    lines = logs.episode_block(record, "model")
+    assert [logs.parse_line(line)[0] for line in lines] == ["START", "STEP", "END"]
+    with pytest.raises(ValueError, match="not a run-log line"):
+        logs.parse_line("hello")
+    with pytest.raises(ValueError, match="kind"):
+        logs.format_line("MIDDLE", {})

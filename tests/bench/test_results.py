@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from integrity_gym.bench.results import ResultsDB
+
+
+def record(task: str, index: int, score: float | None, error: str | None = None) -> dict:
+    return {
+        "task_id": task, "env": task.split("/")[0], "tier": "easy", "index": index, "seed": 10 + index,
+        "score": score, "success": None if score is None else score >= 0.5, "total_return": 1.5, "steps": 3,
+        "truncated": False, "error": error, "usage": {"prompt_tokens": 100, "completion_tokens": 20, "latency_s": 0.5},
+        "grade": None if score is None else {"breakdown": {"f1": score}},
+    }  # fmt: skip
+
+
+def test_a_run_its_episodes_and_summaries_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "results.sqlite"
+    with ResultsDB(path) as db:
+        db.start_run("r1", created_at="2026-01-01T00:00:00", agent="llm", model="m", tasks=["e/a-v0"],
+                     command="igym bench", out_dir="outputs/r1", config={"x": 1})  # fmt: skip
+        db.add_episode("r1", record("e/a-v0", 0, 0.75))
+        db.add_episode("r1", record("e/a-v0", 1, None, "RuntimeError: boom"))
+        summary = {"tier": "easy", "episodes": 1, "failed": 1, "mean_score": 0.75, "std_score": None,
+                   "success_rate": 1.0, "mean_return": 1.5, "threshold": 0.5, "metrics": {"m": None}}  # fmt: skip
+        db.finish_run("r1", status="complete", finished_at="2026-01-01T00:01:00", summaries={"e/a-v0": summary})
+    with ResultsDB(path) as db:  # reopened: everything persisted
+        (run,) = db.runs()
+        assert (run["status"], run["episodes_done"], run["episodes_failed"], run["model"]) == ("complete", 1, 1, "m")
+        episodes = db.episodes("r1")
+        assert [e["score"] for e in episodes] == [0.75, None] and episodes[1]["error"] == "RuntimeError: boom"
+        assert episodes[0]["prompt_tokens"] == 100 and episodes[0]["breakdown_json"] == '{"f1": 0.75}'
+        (row,) = db.task_summaries("r1")
+        assert row["mean_score"] == 0.75 and row["agent"] == "llm"
+        assert db.task_summaries("other") == []
+        # Recording the same run id again replaces it.
+        db.start_run("r1", created_at="2026-01-02T00:00:00", agent="heuristic", model="heuristic", tasks=[],
+                     command="c", out_dir="o", config={})  # fmt: skip
+        assert db.episodes("r1") == [] and db.runs()[0]["agent"] == "heuristic"
+
+
+def test_a_file_that_is_not_a_results_database_is_a_clear_error(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(ValueError, match="not an integrity-gym results database"):
+        ResultsDB(junk)
+    other = tmp_path / "other.sqlite"
+    ResultsDB(other).close()
+    with sqlite3.connect(other) as con:
+        con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(ValueError, match="schema version 99"):
+        ResultsDB(other)

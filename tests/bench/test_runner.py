@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from integrity_gym.bench import logs
+from integrity_gym.bench.results import ResultsDB
+from integrity_gym.bench.runner import BenchConfig, TaskSummary, run_bench, tier_separation, tier_table
+
+
+def test_a_run_writes_every_artifact_and_the_database_row(tmp_path: Path) -> None:
+    bench = BenchConfig.build(tasks="pii_redaction/gdpr*,information_integrity/*", agent="heuristic", episodes=2,
+                              seed=4, concurrency=3)  # fmt: skip
+    result = run_bench(bench=bench, out_dir=tmp_path / "run", db_path=tmp_path / "db.sqlite")
+    out = tmp_path / "run"
+    assert result.status == "complete" and {p.name for p in out.iterdir()} == {
+        "run.log", "episodes.jsonl", "summary.json", "config.json"}  # fmt: skip
+    records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    assert [(r["task_id"], r["index"], r["seed"]) for r in records] == sorted(
+        (t, i, 4 + i) for t in result.summaries for i in range(2))  # fmt: skip
+    for r in records:
+        assert r["error"] is None and r["grade"]["breakdown"] and r["reset_observation"]["task_id"] == r["task_id"]
+        assert r["steps"] == len(r["trajectory"]) >= 1
+        assert r["total_return"] == pytest.approx(sum(s["reward"] for s in r["trajectory"]))
+        for step in r["trajectory"]:
+            assert {"action", "action_text", "reward", "reward_breakdown", "done", "error", "observation"} <= set(step)
+        assert r["trajectory"][-1]["done"] and r["trajectory"][-1]["observation"]["done"]
+    summary = json.loads((out / "summary.json").read_text())
+    for task_id, entry in summary["tasks"].items():
+        mine = [r for r in records if r["task_id"] == task_id]
+        assert entry["episodes"] == 2 and entry["failed"] == 0
+        assert entry["mean_score"] == pytest.approx(sum(r["score"] for r in mine) / 2)
+        assert entry["success_rate"] == sum(r["success"] for r in mine) / 2
+        assert isinstance(entry["mean_return"], float) and isinstance(entry["metrics"], dict)
+    assert summary["tier_separation"]["information_integrity"]["ok"] in (True, False)
+    assert set(summary["tiers"]) == {"easy", "medium", "hard"}
+    config = json.loads((out / "config.json").read_text())
+    assert config["seeds"] == [4, 5] and config["reproduce"] == result.command == summary["reproduce"]
+    # The log holds one START..END block per episode, then the summary.
+    lines = (out / "run.log").read_text().splitlines()
+    kinds = [logs.parse_line(line)[0] for line in lines if line.startswith("[")]
+    assert kinds.count("START") == kinds.count("END") == len(records)
+    assert kinds.count("STEP") == sum(r["steps"] for r in records)
+    assert any(line.startswith("tier_separation env=information_integrity") for line in lines)
+    with ResultsDB(tmp_path / "db.sqlite") as db:
+        (run,) = db.runs()
+        assert (run["run_id"], run["status"], run["episodes_done"]) == (result.run_id, "complete", len(records))
+        assert len(db.episodes(result.run_id)) == len(records) and len(db.task_summaries(result.run_id)) == 4
+
+
+def test_a_failing_episode_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
+    # information_integrity refuses a pii-only config key; pii_redaction accepts it.
+    bench = BenchConfig.build(tasks="pii_redaction/gdpr*,information_integrity/easy*", agent="heuristic",
+                              episodes=2, env_config={"window_size": 300}, max_steps=3)  # fmt: skip
+    result = run_bench(bench=bench, out_dir=tmp_path)
+    failed = [r for r in result.records if r["error"]]
+    assert len(failed) == 2 and all(r["task_id"] == "information_integrity/easy-v0" for r in failed)
+    assert "window_size" in failed[0]["error"] and "Traceback" in failed[0]["traceback"]
+    pii = result.summaries["pii_redaction/gdpr_contract_easy-v0"]
+    assert pii.episodes == 2 and pii.failed == 0 and pii.truncated == 2 and pii.mean_steps == 3
+    broken = result.summaries["information_integrity/easy-v0"]
+    assert broken.episodes == 0 and broken.failed == 2 and broken.mean_score is None
+    assert result.records[-1]["reset_observation"]["window_size"] == 300
+    end = (tmp_path / "run.log").read_text().splitlines()
+    assert any(line.startswith("[END]") and "window_size" in line for line in end)
+
+
+def test_options_are_validated_with_clear_messages() -> None:
+    with pytest.raises(ValueError, match="episodes"):
+        BenchConfig.build(episodes=0)
+    with pytest.raises(ValueError, match="seeds"):
+        BenchConfig.build(seeds=(1, 1))
+    with pytest.raises(ValueError, match="no task matches"):
+        run_bench(bench=BenchConfig.build(tasks="nothing/*"))
+    assert BenchConfig.build(seeds=(9, 3)).seed_list() == [9, 3]
+
+
+def test_tier_separation_and_tier_table() -> None:
+    def s(tier: str, score: float) -> TaskSummary:
+        return TaskSummary(episodes=2, mean_score=score, success_rate=0.5, mean_return=1.0, tier=tier)
+
+    good = {"a/e-v0": s("easy", 0.9), "a/m-v0": s("medium", 0.6), "a/h-v0": s("hard", 0.3), "b/x-v0": s("easy", 1)}
+    sep = tier_separation(good)
+    assert sep["a"]["ok"] is True and sep["b"]["ok"] is None
+    assert tier_separation({**good, "a/h2-v0": s("hard", 0.95)})["a"]["ok"] is False
+    table = tier_table(good)
+    assert table["easy"]["tasks"] == 2 and table["easy"]["mean_score"] == pytest.approx(0.95)
