@@ -197,3 +197,16 @@ def test_finishes_when_done_or_out_of_steps() -> None:
         steps += 1
     assert steps <= 3
     assert agent.act(obs).action_type == "FINISH"
+
+
+def test_reused_agent_forgets_the_previous_episode() -> None:
+    env = integrity_gym.make(TASKS["clinical"])
+    agent = HeuristicAgent(env.spec)
+    scores = []
+    for seed in (0, 1):
+        obs = env.reset(seed=seed)
+        while not obs.done:
+            obs = env.step(agent.act(obs)).observation
+        scores.append(env.grade().score)
+    fresh = _play(TASKS["clinical"], seed=1)[0]
+    assert scores[1] == fresh

@@ -321,6 +321,9 @@ class HeuristicAgent:
         obs = observation
         if obs.done:
             return RedactionAction(action_type="FINISH")
+        if obs.step_count == 0 or len(self._seen) != obs.document_length:
+            # A new episode: forget what an earlier one showed.
+            self._seen, self._known, self._tried = [], set(), set()
         self._remember(obs)
         hi = obs.cursor_position + len(obs.visible_text)
         moves_left = math.ceil(max(0, obs.document_length - hi) / max(1, obs.window_size // 2))
