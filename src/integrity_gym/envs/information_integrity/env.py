@@ -40,6 +40,7 @@ from integrity_gym.envs.information_integrity.models import (
 if TYPE_CHECKING:
     from integrity_gym.core.registry import TaskSpec
 
+_HISTORY_REASONING_CHARS = 500
 _RESET_OPTIONS = ("difficulty", "source", "partition", "scenario_file", "scenario")
 _TEXT_ACTION = re.compile(r"^\s*(?P<verb>[a-z_]+)\s*\(?\s*(?P<arg>[A-Za-z0-9_-]+)?\s*\)?\s*(?P<rest>.*)$", re.S)
 _VERBS = {
@@ -248,7 +249,14 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
         self._total = round(self._total + reward, 10)
         self._step_count += 1
         self._history.append(
-            HistoryEntry(step=self._step_count, action=action, outcome=outcome, reward=reward, reasoning=reasoning)
+            HistoryEntry(
+                step=self._step_count,
+                action=action,
+                outcome=outcome,
+                reward=reward,
+                # The history travels in every observation; the full decision reasoning is in the state.
+                reasoning=None if reasoning is None else reasoning[:_HISTORY_REASONING_CHARS],
+            )
         )
         obs = self._observation()
         info: dict[str, Any] = {"reward_breakdown": parts, "error": error}
@@ -470,4 +478,4 @@ def _parse_text_action(text: str) -> dict[str, Any] | str:
         return {"type": kind, "claim_id": arg}
     if kind == "check_source":
         return {"type": kind, "source_id": arg}
-    return {"type": kind, "decision": arg, "reasoning": rest}
+    return {"type": kind, "decision": arg.lower() if arg else arg, "reasoning": rest}
