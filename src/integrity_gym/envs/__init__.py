@@ -1,0 +1,1 @@
+"""The environments, one folder each with the same file names."""
