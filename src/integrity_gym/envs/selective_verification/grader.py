@@ -129,7 +129,7 @@ def summarize(grades: Sequence[Grade], resamples: int = BOOTSTRAP_RESAMPLES) -> 
         "success_rate": float(np.mean([g.success for g in grades])),
     }
     intervals = sel.bootstrap(resamples) if resamples > 0 else {}
-    for key in ("accuracy", "coverage", "ece", "brier", "aurc", "mean_reward"):
+    for key in ("accuracy", "coverage", "ece", "brier", "aurc", "e_aurc", "mean_reward"):
         ci = intervals.get(key)
         out[f"{key}_ci_low"] = None if ci is None else ci[0]
         out[f"{key}_ci_high"] = None if ci is None else ci[1]
