@@ -105,6 +105,8 @@ _TECH = (
     ("Customer", "{k_first} usually deals with the billing side, I just use the app"),
     ("Agent", "Your plan renews on {renew_date}; I've added a credit for the duplicate charge."),
     ("Customer", "the confirmation code on the receipt was {code_spoken}"),
+    ("Agent", "I've applied a credit of {refund} for the trouble; it shows on the next invoice ({invoice})."),
+    ("Agent", "If the chat drops, tier 2 answers on the support line, extension {ext}, quoting {case}."),
 )
 # (agent prompt, customer answer) pairs; answers hold obfuscated personal data.
 _VERIFY = (
@@ -213,6 +215,9 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
         "k_first": E("NAME", k.first),
         "c_first": E("NAME", c.first),
         "zip3": c.zipcode[:3],
+        "refund": f"${rng.randrange(5, 120)}.{rng.randrange(100):02d}",
+        "invoice": code(rng, "INV", 8),
+        "ext": str(rng.randrange(2000, 8999)),
         "last4": f"{rng.randrange(10000):04d}",
         "order_spoken": ob.spoken_digits(f"{rng.randrange(10**9, 10**10)}", rng, (3, 3, 4)),
         "code_spoken": ob.mixed_digits(f"{rng.randrange(10**5, 10**6)}", rng, (3, 3)),
