@@ -143,4 +143,21 @@ def summarize(grades: Sequence[Grade], resamples: int = BOOTSTRAP_RESAMPLES) -> 
         out["mean_optimal_expected_reward"] = float(np.mean([r["optimal_expected_reward"] for r in rows]))
         out["regret"] = float(np.mean([r["optimal_expected_reward"] - r["expected_reward"] for r in rows]))
         out["probability_mae"] = _mean([r["probability_error"] for r in rows if "probability_error" in r])
-    return out
+    # Headline figures first (reports that show only the first few keys show these).
+    first = [k for k in _HEADLINE if k in out]
+    return {**{k: out[k] for k in first}, **{k: v for k, v in out.items() if k not in first}}
+
+
+_HEADLINE = (
+    "accuracy",
+    "coverage",
+    "ece",
+    "aurc",
+    "mean_reward",
+    "reward_gain",
+    "blind_reward_gain",
+    "regret",
+    "brier",
+    "smooth_ece",
+    "e_aurc",
+)
