@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -123,6 +124,7 @@ class GeneratedSource:
         self._family = "balanced" if split == "balanced" else "pope"
         self._images: list[int] = []  # kept candidate image numbers, in order
         self._next_candidate = 0
+        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ indexing
     def _image_id(self, j: int) -> str:
@@ -134,12 +136,15 @@ class GeneratedSource:
         return partition_of(image_id, self.eval_fraction)
 
     def _image_number(self, k: int) -> int:
-        while len(self._images) <= k:
-            j = self._next_candidate
-            self._next_candidate += 1
-            if self.partition == "all" or self.partition_of_image(self._image_id(j)) == self.partition:
-                self._images.append(j)
-        return self._images[k]
+        # Sources are shared between env instances (and server threads): extend under a lock so
+        # the kept-picture list is the same whatever the interleaving.
+        with self._lock:
+            while len(self._images) <= k:
+                j = self._next_candidate
+                self._next_candidate += 1
+                if self.partition == "all" or self.partition_of_image(self._image_id(j)) == self.partition:
+                    self._images.append(j)
+            return self._images[k]
 
     def _locate(self, index: int) -> tuple[str, int, int]:
         """Map an item index to (sampler, picture number, question slot)."""

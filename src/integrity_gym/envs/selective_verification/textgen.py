@@ -12,6 +12,7 @@ same model, so calibration can be measured against the true probability as well 
 from __future__ import annotations
 
 import re
+import threading
 
 from integrity_gym.core.seeding import make_rng, partition_of, stable_id
 from integrity_gym.envs.selective_verification.generator import GENERATOR_VERSION, PartitionName
@@ -93,6 +94,7 @@ class TextSource:
         self.partition, self.seed, self.eval_fraction = partition, seed, eval_fraction
         self._kept: list[int] = []
         self._next = 0
+        self._lock = threading.Lock()
 
     def _key(self, j: int) -> str:
         return f"txt-{stable_id(GENERATOR_VERSION, 'text', self.seed, j)}"
@@ -100,12 +102,13 @@ class TextSource:
     def _number(self, k: int) -> int:
         if k < 0:
             raise ValueError(f"item index must be >= 0, got {k}")
-        while len(self._kept) <= k:
-            j = self._next
-            self._next += 1
-            if self.partition == "all" or partition_of(self._key(j), self.eval_fraction) == self.partition:
-                self._kept.append(j)
-        return self._kept[k]
+        with self._lock:
+            while len(self._kept) <= k:
+                j = self._next
+                self._next += 1
+                if self.partition == "all" or partition_of(self._key(j), self.eval_fraction) == self.partition:
+                    self._kept.append(j)
+            return self._kept[k]
 
     def item(self, index: int) -> Item:
         """Return text item ``index``."""
