@@ -23,6 +23,7 @@ from integrity_gym.envs.selective_verification.generator import (
     DifficultyChoice,
     GeneratedSource,
     PartitionName,
+    claim_text,
     label_rate_by_claim,
     png_bytes,
 )
@@ -61,7 +62,7 @@ class VerificationConfig(BaseModel):
     variant: Literal["image", "text"] = Field("image", description="Picture claims or text claims.")
     split: Split = Field("balanced", description="Claim sampler (image variant).")
     partition: PartitionName = Field("eval", description="train, eval or all (by SHA-256 of the image id).")
-    num_tasks: int = Field(100, ge=1, le=10_000_000, description="Items in the task (built lazily).")
+    num_tasks: int = Field(1000, ge=1, le=10_000_000, description="Items in the task (built lazily).")
     seed: int = Field(0, ge=0, description="Dataset seed.")
     scoring_rule: ScoringRule = Field("brier", description="brier or log.")
     abstain_reward: float | None = Field(None, description="Flat ABSTAIN payoff; None picks the rule's default.")
@@ -121,16 +122,9 @@ def source_for(config: VerificationConfig, partition: str | None = None) -> Sour
 def _claim_label(source: Source, index: int) -> tuple[str, bool]:
     if isinstance(source, GeneratedSource):
         draft = source.draft(index)
-        return source_claim(draft.category), draft.label
+        return claim_text(draft.category), draft.label
     item = source.item(index)
     return item.claim, item.label
-
-
-def source_claim(category: str) -> str:
-    """Return the image claim about ``category`` (shared with the generator)."""
-    from integrity_gym.envs.selective_verification.generator import claim_text
-
-    return claim_text(category)
 
 
 @lru_cache(maxsize=64)
