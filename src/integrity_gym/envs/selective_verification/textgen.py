@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import threading
+from functools import cache
 
 from integrity_gym.core.seeding import make_rng, partition_of, stable_id
 from integrity_gym.envs.selective_verification.generator import GENERATOR_VERSION, PartitionName
@@ -35,6 +36,7 @@ def _negated(category: str) -> str:
     return f"no {category}"
 
 
+@cache
 def _rate(place: str, category: str) -> float:
     raw = SCENE_TYPES[place].rates.get(category, 0.0)
     return min(0.95, max(0.05, round(raw * 20) / 20))
