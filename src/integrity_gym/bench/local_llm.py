@@ -100,9 +100,21 @@ def wait_healthy(base: str, timeout_s: float, process: subprocess.Popen[bytes] |
 
 @contextlib.contextmanager
 def local_llm_server(
-    *, n_ctx: int = 4096, threads: int = 2, parallel: int = 2, log_path: Path | None = None, timeout_s: float = 60.0
+    *,
+    n_ctx: int = 4096,
+    threads: int | None = None,
+    parallel: int = 2,
+    log_path: Path | None = None,
+    timeout_s: float = 60.0,
 ) -> Iterator[str]:
-    """Start the tiny model in a child process and yield its OpenAI base URL (``.../v1``)."""
+    """Start the tiny model in a child process and yield its OpenAI base URL (``.../v1``).
+
+    ``threads`` defaults to 2 on an idle machine and 1 on a busy one: llama.cpp's threads spin
+    while they wait for each other, and a second thread that has to share a core slows it down
+    several times over.
+    """
+    if threads is None:
+        threads = 2 if os.getloadavg()[0] < 1.0 and (os.cpu_count() or 1) >= 2 else 1
     if not available():
         raise RuntimeError(
             "the local LLM needs xllamacpp and the SmolLM2 weights: "
