@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 from PIL import Image
-from scipy.signal import fftconvolve
+from scipy.fft import next_fast_len
 
 from integrity_gym.core.registry import TaskSpec
 from integrity_gym.envs.selective_verification import glyphs
@@ -90,26 +90,43 @@ def _templates(category: str, side: int) -> tuple[tuple[np.ndarray, np.ndarray],
     return tuple(out)
 
 
+@cache
+def _template_spectra(category: str, side: int, shape: tuple[int, int]) -> tuple[tuple[Any, ...], ...]:
+    """Return, per template, the spectra of its flipped channels and mask at FFT size ``shape``."""
+    out = []
+    for tmpl, mask in _templates(category, side):
+        flipped = tmpl[::-1, ::-1]
+        spectra = np.fft.rfft2(np.moveaxis(flipped, -1, 0), s=shape)
+        out.append((spectra, np.fft.rfft2(mask[::-1, ::-1], s=shape), mask.shape, mask.sum(), float((tmpl**2).sum())))
+    return tuple(out)
+
+
 def match_score(picture: np.ndarray, category: str) -> float:
-    """Return the best masked colour NCC of ``category``'s glyph anywhere in ``picture``."""
+    """Return the best masked colour NCC of ``category``'s glyph anywhere in ``picture``.
+
+    The picture's spectra are computed once and every template is correlated in the frequency
+    domain (one FFT size for all templates), with the local sums of the masked window.
+    """
     small = picture[::_DOWNSCALE, ::_DOWNSCALE] if _DOWNSCALE > 1 else picture
     h, w, _ = small.shape
+    side = max(picture.shape[:2])
+    biggest = (
+        max(m.shape[0] for _, m in _templates(category, side)),
+        max(m.shape[1] for _, m in _templates(category, side)),
+    )
+    shape = (next_fast_len(h + biggest[0] - 1, real=True), next_fast_len(w + biggest[1] - 1, real=True))
+    channels = np.moveaxis(small, -1, 0)
+    img = np.fft.rfft2(channels, s=shape)
+    img_sq_total = np.fft.rfft2((channels**2).sum(axis=0), s=shape)
     best = -1.0
-    sq = small**2
-    for tmpl, mask in _templates(category, max(picture.shape[:2])):
-        th, tw = mask.shape
+    for spectra, mask_spec, (th, tw), n, t_var in _template_spectra(category, side, shape):
         if th > h or tw > w:
             continue
-        flip_mask = mask[::-1, ::-1]
-        n = mask.sum()
-        num = np.zeros((h - th + 1, w - tw + 1))
-        var = np.zeros_like(num)
-        for c in range(3):
-            num += fftconvolve(small[..., c], tmpl[::-1, ::-1, c], mode="valid")
-            s1 = fftconvolve(small[..., c], flip_mask, mode="valid")
-            s2 = fftconvolve(sq[..., c], flip_mask, mode="valid")
-            var += s2 - s1 * s1 / n
-        t_var = float((tmpl**2).sum())
+        valid = (slice(th - 1, h), slice(tw - 1, w))
+        num = np.fft.irfft2((img * spectra).sum(axis=0), s=shape)[valid]
+        s1 = np.fft.irfft2(img * mask_spec, s=shape)[(slice(None), *valid)]
+        s2 = np.fft.irfft2(img_sq_total * mask_spec, s=shape)[valid]
+        var = s2 - (s1 * s1).sum(axis=0) / n
         ncc = num / np.sqrt(np.maximum(var, 1e-6) * t_var)
         best = max(best, float(ncc.max()))
     return best
