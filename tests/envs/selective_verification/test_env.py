@@ -187,6 +187,7 @@ def test_text_variant_grades_against_the_true_probability() -> None:
     b = env.grade().breakdown
     assert b["probability_error"] == pytest.approx(0.0, abs=1e-12)
     assert b["true_probability"] == tp and b["expected_reward"] == pytest.approx(1 - tp * (1 - tp))
+    assert "answered SUPPORTED" in env.explain() and "true with probability" in env.explain()
 
 
 def test_render_shows_claim_picture_path_and_rule() -> None:

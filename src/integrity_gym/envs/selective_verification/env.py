@@ -351,6 +351,26 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
             lines.append(f"Answered: {self._answer.verdict or 'malformed'} -> reward {self._answer.reward:.4f}")
         return "\n".join(lines)
 
+    def explain(self) -> str:
+        """Say what was answered, whether it was right, and how it compares with abstaining."""
+        grade = self.grade()
+        b = grade.breakdown
+        answer = self._answer
+        if answer is None:
+            what = "no answer yet"
+        elif answer.malformed:
+            what = f"malformed answer ({answer.error})"
+        elif answer.verdict == "ABSTAIN":
+            what = "abstained"
+        else:
+            right = "right" if b["correct"] else "wrong"
+            what = f"answered {answer.verdict} with confidence {answer.confidence:.2f} ({right})"
+        parts = [f"{what}: reward {b['reward']:.3f} against {b['abstain_reward']:.3f} for abstaining"]
+        if "true_probability" in b:
+            parts.append(f"the claim was true with probability {b['true_probability']:.3f}")
+        parts.append(f"grade {grade.score:.3f} (threshold {grade.threshold:.2f})")
+        return "; ".join(parts)
+
     # ------------------------------------------------------------------ state
     def _state(self) -> VerificationState:
         item = self._require_item()
