@@ -156,7 +156,9 @@ def sample_composition(
     return stype.name, tuple(sorted({*fill, *([require] if require else [])}))
 
 
+@lru_cache(maxsize=1024)
 def _glyph_variant(category: str, size: int, angle: float) -> Image.Image:
+    # Cached and shared: callers only read the returned image (paste source, alpha channel).
     glyph = load_glyph(category)
     scale = size / max(glyph.size)
     new_size = (max(2, round(glyph.width * scale)), max(2, round(glyph.height * scale)))
