@@ -15,13 +15,14 @@ from tests.server.episodes import SPECS, TASK_IDS, reference
 from tests.server.servers import ADMIN_TOKEN, ServerProcess, redis_available, running_redis, start_server
 
 SEED = 21
+CAPACITY = 4
 
 
 @pytest.fixture(scope="module")
 def pair() -> Iterator[tuple[ServerProcess, ServerProcess]]:
     require_service(redis_available(), "redis-server and the redis package")
     with running_redis() as url:
-        args = ["--sessions", url, "--max-sessions", "50"]
+        args = ["--sessions", url, "--max-sessions", str(CAPACITY)]
         first = start_server(args)
         try:
             second = start_server(args)
@@ -91,24 +92,24 @@ def test_concurrent_steps_through_both_processes_are_serialized(pair: tuple[Serv
         http.delete(f"{urls[0]}/session/{session}")
 
 
-def test_capacity_is_shared_by_the_processes() -> None:
-    require_service(redis_available(), "redis-server and the redis package")
-    with running_redis() as url:
-        args = ["--sessions", url, "--max-sessions", "2"]
-        first, second = start_server(args), start_server(args)
+def test_capacity_is_shared_by_the_processes(pair: tuple[ServerProcess, ServerProcess]) -> None:
+    first, second = pair
+    with httpx.Client(trust_env=False, timeout=30) as http:
+        open_now = int(first.health()["sessions"])  # type: ignore[arg-type]
+        ids = [
+            http.post(f"{(first, second)[i % 2].url}/minimal/reset", json={}).json()["session_id"]
+            for i in range(CAPACITY - open_now)
+        ]
         try:
-            with httpx.Client(trust_env=False, timeout=30) as http:
-                a = http.post(f"{first.url}/minimal/reset", json={}).json()["session_id"]
-                http.post(f"{second.url}/minimal/reset", json={})
-                for server in (first, second):
-                    refused = http.post(f"{server.url}/minimal/reset", json={})
-                    assert refused.status_code == 503 and refused.json()["code"] == "CAPACITY_REACHED"
-                assert first.health()["sessions"] == second.health()["sessions"] == 2
-                assert http.delete(f"{second.url}/minimal/session/{a}").status_code == 200
-                assert http.post(f"{first.url}/minimal/reset", json={}).status_code == 200
+            for server in (first, second):
+                refused = http.post(f"{server.url}/minimal/reset", json={})
+                assert refused.status_code == 503 and refused.json()["code"] == "CAPACITY_REACHED"
+            assert first.health()["sessions"] == second.health()["sessions"] == CAPACITY
+            assert http.delete(f"{second.url}/minimal/session/{ids[0]}").status_code == 200
+            ids[0] = http.post(f"{first.url}/minimal/reset", json={}).json()["session_id"]
         finally:
-            first.stop()
-            second.stop()
+            for session in ids:
+                http.delete(f"{first.url}/minimal/session/{session}")
 
 
 def test_igym_serve_with_two_workers_shares_sessions() -> None:

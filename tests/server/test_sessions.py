@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -61,12 +61,18 @@ def test_capacity_is_enforced_with_a_clear_error_and_freed_by_close() -> None:
         assert http.post("/minimal/reset", json={}).status_code == 200
 
 
-def test_reaper_frees_the_slots_of_clients_that_vanish() -> None:
+@pytest.fixture(scope="module")
+def short_ttl() -> Iterator[ServerProcess]:
+    """A server whose sessions expire after 1 s idle, with room for 4."""
+    with running_server(["--max-sessions", "4", "--session-ttl", "1"]) as srv:
+        yield srv
+
+
+def test_reaper_frees_the_slots_of_clients_that_vanish(short_ttl: ServerProcess) -> None:
     """Abandoned HTTP sessions and silent WebSockets are reaped after the idle time-to-live."""
-    with (
-        running_server(["--max-sessions", "4", "--session-ttl", "1"]) as srv,
-        httpx.Client(base_url=srv.url, trust_env=False) as http,
-    ):
+    srv = short_ttl
+    assert wait_until(lambda: sessions(srv) == 0)
+    with httpx.Client(base_url=srv.url, trust_env=False) as http:
         abandoned = [http.post("/minimal/reset", json={}).json()["session_id"] for _ in range(2)]
         silent = connect(ws_url(srv), proxy=None).__enter__()  # connects, resets, then never speaks again
         silent.send(json.dumps({"type": "reset", "data": {}}))
@@ -117,22 +123,23 @@ def test_a_killed_websocket_client_frees_its_slot_at_once(server: ServerProcess)
     assert wait_until(lambda: sessions(server) <= before, timeout=10)
 
 
-def test_websocket_client_reports_a_reaped_session_and_reconnects_on_reset() -> None:
-    with running_server(["--session-ttl", "0.5"]) as srv:
-        with RemoteEnv(srv.url, MINIMAL, spec=SPECS[MINIMAL]) as env:
-            env.reset(seed=2)
-            time.sleep(1.2)
-            with pytest.raises(SessionLostError):
-                env.step({"kind": "ADD", "amount": 1})
-            # reset is always safe to retry: it opens a new connection and a new episode.
-            assert env.reset(seed=2).step_count == 0
-            assert env.step({"kind": "ADD", "amount": 1}).observation.step_count == 1
-        with RemoteEnv(srv.url, MINIMAL, spec=SPECS[MINIMAL], transport="http") as env:
-            env.reset(seed=2)
-            time.sleep(1.2)
-            with pytest.raises(SessionLostError):
-                env.step({"kind": "ADD", "amount": 1})
-            assert env.reset(seed=2).step_count == 0
+def test_websocket_client_reports_a_reaped_session_and_reconnects_on_reset(short_ttl: ServerProcess) -> None:
+    srv = short_ttl
+    assert wait_until(lambda: sessions(srv) == 0)
+    with RemoteEnv(srv.url, MINIMAL, spec=SPECS[MINIMAL]) as env:
+        env.reset(seed=2)
+        time.sleep(2.0)
+        with pytest.raises(SessionLostError):
+            env.step({"kind": "ADD", "amount": 1})
+        # reset is always safe to retry: it opens a new connection and a new episode.
+        assert env.reset(seed=2).step_count == 0
+        assert env.step({"kind": "ADD", "amount": 1}).observation.step_count == 1
+    with RemoteEnv(srv.url, MINIMAL, spec=SPECS[MINIMAL], transport="http") as env:
+        env.reset(seed=2)
+        time.sleep(2.0)
+        with pytest.raises(SessionLostError):
+            env.step({"kind": "ADD", "amount": 1})
+        assert env.reset(seed=2).step_count == 0
 
 
 def test_concurrent_steps_on_one_session_are_serialized(server: ServerProcess) -> None:

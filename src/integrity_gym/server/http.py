@@ -12,14 +12,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fastapi import FastAPI, Query, Request
+from fastapi import APIRouter, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.routing import Route
 
 from integrity_gym.core.env import EpisodeFinishedError, NotResetError
 from integrity_gym.core.types import Grade
-from integrity_gym.server.app import OPENENV_PROTOCOL_VERSION, EnvService, ResetRequest, public_state
-from integrity_gym.server.security import ApiError, install_error_handlers, presented_token, require_admin
+from integrity_gym.server.app import EnvService, ResetRequest, public_state
+from integrity_gym.server.security import ApiError, presented_token, require_admin
 from integrity_gym.server.sessions import CapacityError, SessionBusyError, SessionNotFoundError
 
 
@@ -71,19 +73,15 @@ def _not_found(exc: SessionNotFoundError) -> ApiError:
     return ApiError(404, "SESSION_NOT_FOUND", exc.message)
 
 
-def build_env_app(service: EnvService) -> FastAPI:
-    """The sub-application mounted at ``/<env>``."""
+def build_env_router(service: EnvService) -> tuple[APIRouter, Route]:
+    """The routes of one environment under ``/<env>``, and the fast route that serves its ``/step``.
+
+    ``/step`` is the hot path of training: the returned Starlette ``Route`` answers it without
+    FastAPI's per-request dependency machinery (it must be placed before the router's routes);
+    the FastAPI ``/step`` stays in the router so the OpenAPI documents describe it.
+    """
     name = service.name
-    app = FastAPI(
-        title=f"integrity-gym: {name}",
-        version=OPENENV_PROTOCOL_VERSION,
-        description=(
-            f"The {name} environment. WebSocket: /{name}/ws (OpenEnv protocol). "
-            f"Stateful HTTP: POST /{name}/reset returns a session_id for /step, /grade, /scenario, "
-            f"/state (admin token) and DELETE /session. Tasks: " + ", ".join(s.id for s in service.tasks)
-        ),
-    )
-    install_error_handlers(app)
+    app = APIRouter(prefix=f"/{name}")
 
     # ------------------------------------------------------------- OpenEnv info endpoints
     @app.get("/health", tags=["info"], summary="Liveness probe (OpenEnv)")
@@ -136,8 +134,7 @@ def build_env_app(service: EnvService) -> FastAPI:
         )
         return _json(body)
 
-    @app.post("/step", tags=["session"], summary="Apply one action", response_model=StepResponse, responses=_ERRORS)
-    async def step(request: StepRequest) -> Response:
+    async def apply_step(request: StepRequest) -> Response:
         try:
             async with service.store.use(request.session_id, name) as session:
                 try:
@@ -149,6 +146,17 @@ def build_env_app(service: EnvService) -> FastAPI:
             raise _not_found(exc) from exc
         except SessionBusyError as exc:
             raise ApiError(409, "SESSION_BUSY", str(exc)) from exc
+
+    @app.post("/step", tags=["session"], summary="Apply one action", response_model=StepResponse, responses=_ERRORS)
+    async def step(request: StepRequest) -> Response:
+        return await apply_step(request)
+
+    async def fast_step(request: Request) -> Response:
+        try:
+            parsed = StepRequest.model_validate_json(await request.body())
+        except ValidationError as exc:
+            raise RequestValidationError(exc.errors(include_url=False, include_context=False)) from exc
+        return await apply_step(parsed)
 
     @app.get(
         "/grade/{session_id}",
@@ -220,10 +228,10 @@ def build_env_app(service: EnvService) -> FastAPI:
     collect = getattr(service.env_class, "collect", None)
     if callable(collect):
         _add_collect(app, service, collect)
-    return app
+    return app, Route(f"/{name}/step", fast_step, methods=["POST"])
 
 
-def _add_collect(app: FastAPI, service: EnvService, collect: Any) -> None:
+def _add_collect(app: APIRouter, service: EnvService, collect: Any) -> None:
     """``POST /<env>/collect`` for environments whose Env class offers ``collect(payload)``."""
 
     @app.post(

@@ -204,9 +204,8 @@ class BodyLimitMiddleware:
 class SwallowHandledErrors:
     """Outermost guard: an exception whose 500 reply was already sent stops here.
 
-    Starlette re-raises after its error handler answered (so servers can log it); with mounted
-    sub-applications that would log the same failure again and again. If nothing was sent yet,
-    answer 500 with a request id.
+    Starlette re-raises after its error handler answered (so servers can log it); uvicorn would
+    then log the same failure a second time. If nothing was sent yet, answer 500 with a request id.
     """
 
     def __init__(self, app: ASGIApp) -> None:

@@ -48,9 +48,9 @@ def _validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
 
 
 def add_ws_route(app: FastAPI, service: EnvService) -> None:
-    """Register ``/ws`` on the environment's sub-application."""
+    """Register ``/<env>/ws`` on the server's application."""
 
-    @app.websocket("/ws")
+    @app.websocket(f"/{service.name}/ws")
     async def websocket_endpoint(websocket: WebSocket) -> None:
         await _serve(websocket, service)
 
