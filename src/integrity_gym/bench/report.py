@@ -156,14 +156,16 @@ def _f(value: Any, spec: str = ".3f") -> str:
 def _variance_caption(runs: Sequence[RunData]) -> str:
     pairs = [(r.label, t) for r in runs for t in r.tasks if r.scores(t)]
     if any(pairs.count(p) > 1 for p in pairs):
-        return "Each point is a task of one model: mean of its runs' mean grades against their standard deviation."
+        return ("Each point is a task of one model: the mean of its runs' mean grades against their run-to-run "
+                "standard deviation.")  # fmt: skip
     return ("Only one run per model: each point is a task of one run, mean grade against the episode-to-episode "
             "standard deviation. Pass several runs of the same model to see run-to-run variance.")  # fmt: skip
 
 
 def _run_table(run: RunData) -> str:
     rows = []
-    for task_id, s in run.summary.get("tasks", {}).items():
+    for task_id in run.tasks:
+        s = run.summary["tasks"][task_id]
         metrics = {k: v for k, v in (s.get("metrics") or {}).items() if not k.endswith(("_ci_low", "_ci_high"))}
         shown = ", ".join(f"{k}={_f(v)}" for k, v in list(metrics.items())[:8])
         reached = s.get("mean_score") is not None and s["mean_score"] >= s.get("threshold", 2)
@@ -212,6 +214,8 @@ def write_report(
         f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
         f"<p>{len(runs)} run(s); generated {datetime.now(UTC).isoformat(timespec='seconds')}.</p>",
     ]
+    parts.append("<h2>Runs</h2>")
+    parts += [_run_table(run) for run in runs]
     for key, heading, caption in FIGURES:
         if key not in figures:
             continue
@@ -221,8 +225,6 @@ def write_report(
             f"<figure><h2>{heading}</h2><img alt='{heading}' src='data:image/png;base64,{data}'>"
             f"<figcaption>{html.escape(text)}</figcaption></figure>"
         )
-    parts.append("<h2>Runs</h2>")
-    parts += [_run_table(run) for run in runs]
     parts.append("</body></html>")
     path = out_dir / "report.html"
     path.write_text("\n".join(parts))

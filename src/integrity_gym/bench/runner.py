@@ -63,6 +63,7 @@ class BenchConfig(BaseModel):
     env_config: dict[str, Any] = Field(default_factory=dict, description="Config overrides for every env.")
     keep_observations: bool = Field(True, description="Store every observation in episodes.jsonl.")
     llm: dict[str, Any] | None = Field(None, description="Resolved llm agent settings (key excluded).")
+    local_llm: bool = Field(False, description="The llm agent played the bundled tiny model (--local-llm).")
 
     @field_validator("seeds")
     @classmethod
@@ -347,7 +348,8 @@ def write_summary(out_dir: Path, summaries: Mapping[str, TaskSummary], extra: Ma
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "summary.json"
     payload = {"tasks": {task_id: asdict(s) for task_id, s in summaries.items()}, **(extra or {})}
-    path.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
+    # Insertion order: tasks as played, metrics as the environment lists them.
+    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
     return path
 
 
@@ -398,6 +400,8 @@ def reproduce_command(config: BenchConfig, specs: Sequence[TaskSpec], env_vars: 
         parts += ["--config", shlex.quote(f"{key}={json.dumps(value)}")]
     if not config.keep_observations:
         parts.append("--no-observations")
+    if config.local_llm:
+        parts.append("--local-llm")
     parts += ["--concurrency", str(config.concurrency)]
     return " ".join(parts)
 
@@ -452,7 +456,10 @@ def run_bench(
     out.mkdir(parents=True, exist_ok=True)
     env_vars = env_variables(specs)
     if llm_settings is not None:
-        env_vars = {**llm_settings.as_env_vars(), **env_vars}
+        llm_vars = llm_settings.as_env_vars()
+        if bench.local_llm:  # --local-llm picks the address and the model itself
+            llm_vars = {k: v for k, v in llm_vars.items() if k not in ("API_BASE_URL", "MODEL_NAME")}
+        env_vars = {**llm_vars, **env_vars}
     replay = reproduce_command(bench, specs, env_vars)
     created = datetime.now(UTC).isoformat(timespec="seconds")
     seeds = bench.seed_list()

@@ -9,7 +9,7 @@ from integrity_gym.core.registry import TaskSpec
 
 TYPES = ("verify_claim", "check_source", "decide")
 DECISIONS = ("allow", "flag", "remove")
-MAX_REASONING = 400
+MAX_REASONING = 300
 
 _SYSTEM = """You are a content moderator. A post makes claims; sources about them can be read. \
 Investigate, then decide what to do with the post.

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import base64
+import re
+import subprocess
+import sys
+from io import BytesIO
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from integrity_gym.bench.report import load_run, parse_trace_choices, write_markdown, write_report
+from integrity_gym.bench.runner import BenchConfig, run_bench
+
+TASKS = "pii_redaction/gdpr*,information_integrity/easy*,selective_verification/text*"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    root = tmp_path_factory.mktemp("runs")
+    folders = []
+    for name, agent, seed in (("h1", "heuristic", 0), ("h2", "heuristic", 50), ("r", "random", 0)):
+        bench = BenchConfig.build(tasks=TASKS, agent=agent, episodes=4, seed=seed, max_steps=25,
+                                  keep_observations=False, concurrency=2)  # fmt: skip
+        run_bench(bench=bench, out_dir=root / name)
+        folders.append(root / name)
+    return folders
+
+
+def test_the_html_report_is_self_contained_with_every_figure(runs: list[Path], tmp_path: Path) -> None:
+    loaded = [load_run(p) for p in runs]
+    page = write_report(loaded, tmp_path, title="Test report", chosen={"pii_redaction/gdpr_contract_easy-v0": 1})
+    text = page.read_text()
+    images = re.findall(r"src='data:image/png;base64,([^']+)'", text)
+    headings = re.findall(r"<figure><h2>([^<]+)</h2>", text)
+    assert headings == ["Grade by task", "Grade dimensions", "Step-reward traces", "Mean vs variance",
+                        "Reliability diagram", "Risk-coverage"]  # fmt: skip
+    for data in images:
+        with Image.open(BytesIO(base64.b64decode(data))) as image:
+            assert image.format == "PNG" and image.width > 300 and image.height > 200
+    for name in ("grades", "radar", "traces", "variance", "reliability", "risk_coverage"):
+        assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "src='http" not in text and "<link" not in text  # nothing fetched from elsewhere
+    # One table per run, side by side in the page, with thresholds, and the replay command.
+    assert text.count("<table>") == 3
+    for run in loaded:
+        assert run.run_id in text and "Reproduce: <code>igym bench" in text
+    assert "run-to-run" in text  # two heuristic runs of the same tasks
+
+
+def test_chosen_trace_and_bad_choices(runs: list[Path]) -> None:
+    run = load_run(runs[0])
+    assert run.pick("pii_redaction/gdpr_contract_easy-v0", 1)["index"] == 1
+    best = run.pick("pii_redaction/gdpr_contract_easy-v0")
+    assert best["score"] == max(run.scores("pii_redaction/gdpr_contract_easy-v0"))
+    assert parse_trace_choices(["a/b-v0:3"]) == {"a/b-v0": 3}
+    with pytest.raises(ValueError, match="TASK_ID:EPISODE_INDEX"):
+        parse_trace_choices(["a/b-v0"])
+    with pytest.raises(ValueError, match=r"no summary\.json"):
+        load_run(runs[0].parent)
+
+
+def test_markdown_results_section(runs: list[Path], tmp_path: Path) -> None:
+    md = write_markdown([load_run(p) for p in runs], tmp_path / "docs" / "results.md", tmp_path / "docs" / "results")
+    text = md.read_text()
+    assert "| task | tier | threshold |" in text and "`information_integrity/easy-v0`" in text
+    for link in re.findall(r"!\[[^\]]+\]\(([^)]+)\)", text):
+        assert not link.startswith("/") and (md.parent / link).is_file()
+
+
+def test_report_command(runs: list[Path], tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "integrity_gym", "report", *map(str, runs[:2]), "--out", str(tmp_path / "rep")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "rep" / "report.html").is_file()
+    bad = subprocess.run([sys.executable, "-m", "integrity_gym", "report", str(tmp_path)], capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    assert bad.returncode == 2 and "no summary.json" in bad.stdout
