@@ -190,6 +190,43 @@ def report(
 
 
 @app.command()
+def runs(
+    db: Annotated[Path, typer.Option(help="SQLite results database written by `igym bench`.")] = Path(
+        "outputs/results.sqlite"
+    ),
+    tasks: Annotated[str, typer.Option(help="Glob over task ids to compare.")] = "*",
+    last: Annotated[int, typer.Option(min=1, help="Show the newest N runs.")] = 10,
+) -> None:
+    """Compare recorded runs: mean grade per task (columns) for each run and model (rows)."""
+    import fnmatch
+
+    from integrity_gym.bench.results import ResultsDB
+
+    if not db.is_file():
+        raise _fail(f"{db} does not exist; `igym bench` records runs there (or pass --db)")
+    try:
+        with ResultsDB(db) as results:
+            rows = [r for r in results.task_summaries() if fnmatch.fnmatchcase(r["task_id"], tasks)]
+            recorded = [run for run in results.runs() if any(r["run_id"] == run["run_id"] for r in rows)][:last]
+    except ValueError as exc:
+        raise _fail(str(exc)) from exc
+    task_ids = list(dict.fromkeys(r["task_id"] for r in rows))
+    short = [f"{t.split('/')[0].split('_')[0]}/{t.split('/', 1)[1]}" for t in task_ids]
+    table = Table("run", "agent / model", "status", *short, title=f"mean grade per task, {db}")
+    for run in recorded:
+        cells = {r["task_id"]: r for r in rows if r["run_id"] == run["run_id"]}
+        shown = [
+            "-"
+            if (c := cells.get(t)) is None or c["mean_score"] is None
+            else f"{c['mean_score']:.3f} n={c['episodes']}"
+            for t in task_ids
+        ]
+        who = run["agent"] if run["model"] == run["agent"] else f"{run['agent']} / {run['model']}"
+        table.add_row(run["run_id"], who, run["status"], *shown)
+    (console if console.is_terminal else Console(width=200)).print(table)
+
+
+@app.command()
 def collect(
     claim: Annotated[str, typer.Argument(help="The claim to research, in quotes.")],
     corpus: Annotated[Path, typer.Option(help="Folder of *.jsonl documents (url, title, text, date).")],

@@ -53,7 +53,15 @@ def test_a_run_reproduces_exactly_from_its_printed_command(tmp_path: Path) -> No
     assert summaries[0]["tasks"] == summaries[1]["tasks"] and summaries[0]["reproduce"] == command
     assert replay_line(second.stdout) == command  # the replay replays itself
     with ResultsDB(tmp_path / "db.sqlite") as db:
-        assert len(db.runs()) == 2
+        run_ids = [r["run_id"] for r in db.runs()]
+    assert len(run_ids) == 2
+    listed = run("runs", "--db", str(tmp_path / "db.sqlite"), "--tasks", "information_integrity/*")
+    assert (
+        listed.returncode == 0 and all(i in listed.stdout for i in run_ids) and "information/easy-v0" in listed.stdout
+    )
+    assert "gdpr" not in listed.stdout
+    missing = run("runs", "--db", str(tmp_path / "none.sqlite"))
+    assert missing.returncode == 2 and "does not exist" in missing.stdout
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_finished_episodes(tmp_path: Path) -> None:
