@@ -22,11 +22,14 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import parse_qsl
 
-from fastapi import FastAPI, WebSocket
+from fastapi import FastAPI
 from pydantic import ValidationError
-from starlette.websockets import WebSocketDisconnect, WebSocketState
+from starlette.routing import WebSocketRoute
+from starlette.types import Receive, Scope, Send
 
 from integrity_gym.core.env import EpisodeFinishedError, NotResetError
 from integrity_gym.server.app import EnvService, ResetRequest, public_state
@@ -48,83 +51,102 @@ def _validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
 
 
 def add_ws_route(app: FastAPI, service: EnvService) -> None:
-    """Register ``/<env>/ws`` on the server's application."""
+    """Register ``/<env>/ws`` on the server's application.
 
-    @app.websocket(f"/{service.name}/ws")
-    async def websocket_endpoint(websocket: WebSocket) -> None:
-        await _serve(websocket, service)
+    The endpoint is a plain ASGI application (no Starlette ``WebSocket`` wrapper): the message
+    loop is the hot path of training and every layer costs microseconds per step.
+    """
+
+    async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+        await _serve(scope, receive, send, service)
+
+    app.router.routes.append(WebSocketRoute(f"/{service.name}/ws", _AsgiEndpoint(endpoint)))
 
 
-async def _serve(websocket: WebSocket, service: EnvService) -> None:
-    await websocket.accept()
-    admin = is_admin(service.config.admin_token, presented_token(websocket.headers, websocket.query_params))
+class _AsgiEndpoint:
+    """Marks an ASGI callable so Starlette's route uses it as is (not as a ``WebSocket`` function)."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
+
+
+def _text(reply: str) -> dict[str, Any]:
+    return {"type": "websocket.send", "text": reply}
+
+
+async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService) -> None:
+    if (await receive())["type"] != "websocket.connect":
+        return
+    await send({"type": "websocket.accept"})
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+    query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+    admin = is_admin(service.config.admin_token, presented_token(headers, query))
+    closed = False
+
+    async def close(code: int) -> None:
+        nonlocal closed
+        if not closed:
+            closed = True
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(send({"type": "websocket.close", "code": code}), timeout=1.0)
 
     async def evict() -> None:
         # Called by the reaper after the session's slot is already freed.
+        message = f"session closed after {service.config.session_ttl_s:g}s idle; reconnect and reset"
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(
-                websocket.send_text(
-                    _error(
-                        "SESSION_ERROR",
-                        f"session closed after {service.config.session_ttl_s:g}s idle; reconnect and reset",
-                    )
-                ),
-                timeout=1.0,
-            )
-            await asyncio.wait_for(websocket.close(CLOSE_GOING_AWAY), timeout=1.0)
+            await asyncio.wait_for(send(_text(_error("SESSION_ERROR", message))), timeout=1.0)
+        await close(CLOSE_GOING_AWAY)
 
     try:
         session = await service.store.open(service.name, service.build(service.tasks[0]), kind="ws", on_evict=evict)
     except CapacityError as exc:
         with contextlib.suppress(Exception):
-            await websocket.send_text(
-                _error("CAPACITY_REACHED", str(exc), active_sessions=exc.active, max_sessions=exc.maximum)
+            await send(
+                _text(_error("CAPACITY_REACHED", str(exc), active_sessions=exc.active, max_sessions=exc.maximum))
             )
-            await websocket.close(CLOSE_TRY_AGAIN_LATER)
+        await close(CLOSE_TRY_AGAIN_LATER)
         return
     except ApiError as exc:
         with contextlib.suppress(Exception):
-            await websocket.send_text(_error("SESSION_ERROR", exc.message))
-            await websocket.close(CLOSE_TRY_AGAIN_LATER)
+            await send(_text(_error("SESSION_ERROR", exc.message)))
+        await close(CLOSE_TRY_AGAIN_LATER)
         return
 
     limit = service.config.max_body_bytes
     try:
         while True:
-            message = await websocket.receive()
-            if message["type"] == "websocket.disconnect":
-                break
+            message = await receive()
+            if message["type"] != "websocket.receive":
+                break  # websocket.disconnect
             text = message.get("text")
             if text is None:
-                raw = message.get("bytes") or b""
                 try:
-                    text = raw.decode("utf-8")
+                    text = (message.get("bytes") or b"").decode("utf-8")
                 except UnicodeDecodeError:
-                    await websocket.send_text(_error("INVALID_JSON", "binary message is not UTF-8 JSON"))
+                    await send(_text(_error("INVALID_JSON", "binary message is not UTF-8 JSON")))
                     continue
             if len(text) > limit:
-                await websocket.send_text(
-                    _error("VALIDATION_ERROR", f"message of {len(text)} characters exceeds the limit of {limit}")
+                reply: str | None = _error(
+                    "VALIDATION_ERROR", f"message of {len(text)} characters exceeds the limit of {limit}"
                 )
-                continue
-            session.busy += 1
-            try:
-                reply = _handle(text, session, service, admin)
-            finally:
-                session.busy -= 1
-                session.touch()
+            else:
+                session.busy += 1
+                try:
+                    reply = _handle(text, session, service, admin)
+                finally:
+                    session.busy -= 1
+                    session.touch()
             if reply is None:
                 break
-            await websocket.send_text(reply)
-    except WebSocketDisconnect:
-        pass
-    except RuntimeError as exc:  # the socket was closed under us (e.g. by the reaper)
+            await send({"type": "websocket.send", "text": reply})
+    except OSError as exc:  # the client vanished or the reaper closed the socket under us
         log.debug("websocket of session %s ended: %s", session.id, exc)
     finally:
         await service.store.close(session.id)
-        if websocket.application_state != WebSocketState.DISCONNECTED:
-            with contextlib.suppress(Exception):
-                await websocket.close()
+        await close(1000)
 
 
 def _handle(text: str, session: Session, service: EnvService, admin: bool) -> str | None:

@@ -1,0 +1,479 @@
+"""Server speed and scale, measured in one run on this machine; prints JSON.
+
+Three servers run as separate processes on 127.0.0.1 (uvicorn, same settings), each serving the
+same minimal environment (add an amount to a running total; a hidden target):
+
+* ``ours``: ``python -m integrity_gym.server`` with ``integrity_gym.server.minimal``;
+* ``openenv``: OpenEnv's own server (``openenv.core.env_server.create_fastapi_app``) with an
+  equivalent OpenEnv ``Environment``;
+* ``floor``: a bare Starlette app that parses each message, bumps a counter and answers the
+  same JSON shape — the least any Python server on this stack can do per step.
+
+Measured: WebSocket and HTTP steps/s on one connection and the server process's CPU
+microseconds per step (psutil); memory per idle session with 1,000 sessions open (ours, for the
+minimal env and for each registered environment); p50/p99 step latency with 100 concurrent
+clients. Each figure is the median of several rounds, servers interleaved round by round.
+All traffic stays on 127.0.0.1; every loop is bounded in count.
+
+    python benchmarks/server.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import psutil
+from websockets.sync.client import connect
+
+_RUNNING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
+MINIMAL_EXTRA = "integrity_gym.server.minimal:MINIMAL_TASK"
+
+
+# --------------------------------------------------------------------------- servers under test
+def ws_settings(ws_impl: str | None) -> dict[str, Any]:
+    """uvicorn's WebSocket implementation: its default (None) or the one ``igym serve`` uses."""
+    return {} if ws_impl is None else {"ws": ws_impl}
+
+
+def serve_openenv(ws_impl: str | None) -> None:
+    """OpenEnv's own server with an environment equivalent to integrity_gym.server.minimal."""
+    import uvicorn
+    from openenv.core.env_server import create_fastapi_app
+    from openenv.core.env_server.interfaces import Environment
+    from openenv.core.env_server.types import Action, Observation, State
+
+    class CountAction(Action):
+        kind: str
+        amount: int = 0
+
+    class CountObservation(Observation):
+        task_id: str = "minimal/count-v0"
+        total: int = 0
+        step_count: int = 0
+
+    class CountEnv(Environment[CountAction, CountObservation, State]):
+        SUPPORTS_CONCURRENT_SESSIONS = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._state = State(episode_id="-", step_count=0)
+            self._total = 0
+            self._target = 3
+
+        def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> CountObservation:
+            self._state = State(episode_id=str(seed), step_count=0)
+            self._total = 0
+            return CountObservation(total=0, step_count=0, done=False, reward=None)
+
+        def step(self, action: CountAction, timeout_s: float | None = None, **kwargs: Any) -> CountObservation:
+            before = abs(self._target - self._total)
+            self._total += action.amount if action.kind == "ADD" else 0
+            self._state.step_count += 1
+            reward = float(before - abs(self._target - self._total))
+            done = action.kind == "FINISH"
+            return CountObservation(
+                total=self._total,
+                step_count=self._state.step_count,
+                done=done,
+                reward=reward,
+                metadata={"reward_breakdown": {"progress": reward}, "error": None},
+            )
+
+        @property
+        def state(self) -> State:
+            return self._state
+
+    app = create_fastapi_app(CountEnv, CountAction, CountObservation, max_concurrent_envs=2000)
+    uvicorn.run(app, host="127.0.0.1", port=0, log_level="info", access_log=False, **ws_settings(ws_impl))
+
+
+def serve_floor(ws_impl: str | None) -> None:
+    """The floor: parse, bump a counter, answer the same shape. No validation, no sessions."""
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route, WebSocketRoute
+    from starlette.websockets import WebSocket, WebSocketDisconnect
+
+    def reply(message: dict[str, Any], count: int) -> str:
+        amount = (message.get("data") or message.get("action") or {}).get("amount", 0)
+        obs = {"task_id": "minimal/count-v0", "done": False, "total": count * amount, "step_count": count}
+        data = {"observation": obs, "reward": 0.0, "done": False, "metadata": {}}
+        return json.dumps({"type": "observation", "data": data})
+
+    async def ws(websocket: WebSocket) -> None:
+        await websocket.accept()
+        count = 0
+        try:
+            while True:
+                message = json.loads(await websocket.receive_text())
+                count += 1
+                await websocket.send_text(reply(message, count))
+        except WebSocketDisconnect:
+            pass
+
+    counter = {"n": 0}
+
+    async def step(request: Request) -> Response:
+        message = json.loads(await request.body())
+        counter["n"] += 1
+        return Response(reply(message, counter["n"]), media_type="application/json")
+
+    routes = [
+        WebSocketRoute("/ws", ws),
+        Route("/step", step, methods=["POST"]),
+        Route("/reset", step, methods=["POST"]),
+    ]
+    app = Starlette(routes=routes)
+    uvicorn.run(app, host="127.0.0.1", port=0, log_level="info", access_log=False, **ws_settings(ws_impl))
+
+
+@dataclass
+class Server:
+    """A server process under test."""
+
+    name: str
+    url: str
+    proc: subprocess.Popen[str]
+
+    @property
+    def cpu_s(self) -> float:
+        """User + system CPU seconds the server process has used."""
+        times = psutil.Process(self.proc.pid).cpu_times()
+        return float(times.user + times.system)
+
+    @property
+    def rss(self) -> int:
+        """Resident memory of the server process in bytes."""
+        return int(psutil.Process(self.proc.pid).memory_info().rss)
+
+    def stop(self) -> None:
+        """Terminate and wait."""
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def start(name: str, cmd: list[str]) -> Server:
+    """Start ``cmd`` and wait for uvicorn to report its address (it picks a free port)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    log = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        log.append(line)
+        match = _RUNNING.search(line)
+        if match:
+            threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+            return Server(name, match.group(1), proc)
+    proc.kill()
+    raise RuntimeError(f"{name} server did not start:\n{''.join(log)}")
+
+
+# --------------------------------------------------------------------------- measurements
+STEP_ACTION = {"kind": "ADD", "amount": 1}
+
+
+def ws_path(server: Server) -> str:
+    """WebSocket URL of the minimal environment on ``server``."""
+    base = server.url.replace("http://", "ws://")
+    return base + ("/minimal/ws" if server.name == "ours" else "/ws")
+
+
+def measure_ws(server: Server, steps: int) -> tuple[float, float]:
+    """Steps/s and server CPU µs/step over one WebSocket connection."""
+    with connect(ws_path(server), proxy=None, compression=None, max_size=None) as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+        ws.recv()
+        message = json.dumps({"type": "step", "data": STEP_ACTION})
+        for _ in range(50):  # warm up
+            ws.send(message)
+            ws.recv()
+        cpu0, t0 = server.cpu_s, time.perf_counter()
+        for _ in range(steps):
+            ws.send(message)
+            ws.recv()
+        elapsed, cpu = time.perf_counter() - t0, server.cpu_s - cpu0
+    return steps / elapsed, cpu / steps * 1e6
+
+
+def measure_http(server: Server, steps: int) -> tuple[float, float]:
+    """Steps/s and server CPU µs/step over one keep-alive HTTP connection (stdlib client: cheap)."""
+    import http.client
+
+    host, port = server.url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    headers = {"content-type": "application/json"}
+
+    def post(path: str, body: str) -> bytes:
+        conn.request("POST", path, body=body, headers=headers)
+        response = conn.getresponse()
+        data = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"{server.name} {path}: {response.status} {data[:200]!r}")
+        return data
+
+    if server.name == "ours":
+        session = json.loads(post("/minimal/reset", json.dumps({"seed": 1})))["session_id"]
+        path, body = "/minimal/step", json.dumps({"session_id": session, "action": STEP_ACTION})
+    else:
+        post("/reset", json.dumps({"seed": 1}))
+        path, body = "/step", json.dumps({"action": STEP_ACTION})
+    for _ in range(50):
+        post(path, body)
+    cpu0, t0 = server.cpu_s, time.perf_counter()
+    for _ in range(steps):
+        post(path, body)
+    elapsed, cpu = time.perf_counter() - t0, server.cpu_s - cpu0
+    if server.name == "ours":
+        conn.request("DELETE", f"/minimal/session/{session}")
+        conn.getresponse().read()
+    conn.close()
+    return steps / elapsed, cpu / steps * 1e6
+
+
+def idle_session_memory(server: Server, env: str, task: str, count: int, budget_s: float = 1e9) -> dict[str, Any]:
+    """Resident bytes per idle HTTP session: RSS growth while ``count`` sessions stay open.
+
+    Stops opening sessions after ``budget_s`` seconds (slow resets) and reports how many were open.
+    """
+    with httpx.Client(base_url=server.url, trust_env=False, timeout=60) as http:
+        warm = [http.post(f"/{env}/reset", json={"seed": i, "task": task}).json()["session_id"] for i in range(20)]
+        for sid in warm:
+            http.delete(f"/{env}/session/{sid}")
+        rss0, t0 = server.rss, time.perf_counter()
+        ids = []
+        for i in range(count):
+            if time.perf_counter() - t0 > budget_s:
+                break
+            reply = http.post(f"/{env}/reset", json={"seed": i, "task": task})
+            reply.raise_for_status()
+            ids.append(reply.json()["session_id"])
+        reset_s = (time.perf_counter() - t0) / len(ids)
+        rss1 = server.rss
+        for sid in ids:
+            http.delete(f"/{env}/session/{sid}")
+    per_session = round((rss1 - rss0) / len(ids))
+    return {"sessions": len(ids), "bytes_per_session": per_session, "reset_ms": round(reset_s * 1e3, 3)}
+
+
+async def latency(
+    server: Server,
+    clients: int,
+    steps: int,
+    transport: str,
+    env: str = "minimal",
+    task: str | None = None,
+    action: Any = STEP_ACTION,
+) -> dict[str, float]:
+    """p50/p99 step latency (ms) with ``clients`` clients stepping at once, each its own session."""
+    from websockets.asyncio.client import connect as aconnect
+
+    samples: list[float] = []
+    reset = {"seed": 1} if task is None else {"seed": 1, "task": task}
+
+    async def ws_client() -> None:
+        path = ws_path(server) if env == "minimal" else server.url.replace("http://", "ws://") + f"/{env}/ws"
+        async with aconnect(path, proxy=None, compression=None, max_size=None) as ws:
+            await ws.send(json.dumps({"type": "reset", "data": reset}))
+            await ws.recv()
+            message = json.dumps({"type": "step", "data": action})
+            for _ in range(steps):
+                t0 = time.perf_counter()
+                await ws.send(message)
+                await ws.recv()
+                samples.append(time.perf_counter() - t0)
+
+    host, port = server.url.removeprefix("http://").split(":")
+
+    async def request(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, method: str, path: str, body: bytes = b""
+    ) -> bytes:
+        head = f"{method} {path} HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n"
+        writer.write(head.encode() + f"content-length: {len(body)}\r\n\r\n".encode() + body)
+        status_and_headers = await reader.readuntil(b"\r\n\r\n")
+        length = int(re.search(rb"(?i)content-length: *(\d+)", status_and_headers).group(1))  # type: ignore[union-attr]
+        data = await reader.readexactly(length)
+        if not status_and_headers.startswith(b"HTTP/1.1 200"):
+            raise RuntimeError(status_and_headers[:100] + data[:200])
+        return data
+
+    async def http_client() -> None:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        session = json.loads(await request(reader, writer, "POST", f"/{env}/reset", json.dumps(reset).encode()))[
+            "session_id"
+        ]
+        body = json.dumps({"session_id": session, "action": action}).encode()
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            await request(reader, writer, "POST", f"/{env}/step", body)
+            samples.append(time.perf_counter() - t0)
+        await request(reader, writer, "DELETE", f"/{env}/session/{session}")
+        writer.close()
+
+    await asyncio.gather(*((ws_client() if transport == "ws" else http_client()) for _ in range(clients)))
+    samples.sort()
+    return {
+        "clients": clients,
+        "steps": len(samples),
+        "p50_ms": round(samples[len(samples) // 2] * 1e3, 3),
+        "p99_ms": round(samples[min(len(samples) - 1, int(len(samples) * 0.99))] * 1e3, 3),
+    }
+
+
+def median_of(rounds: list[tuple[float, float]]) -> dict[str, float]:
+    """Median steps/s and CPU µs/step over rounds."""
+    return {
+        "steps_per_s": round(statistics.median(r[0] for r in rounds), 1),
+        "server_cpu_us_per_step": round(statistics.median(r[1] for r in rounds), 1),
+        "rounds": len(rounds),
+    }
+
+
+OUR_WS = "websockets-sansio"  # what igym serve runs (integrity_gym.server.app.serve)
+
+
+def main() -> None:
+    """Run every measurement and print one JSON document."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="Fewer steps, rounds and sessions (a smoke run).")
+    parser.add_argument("--serve", choices=["openenv", "floor"], help=argparse.SUPPRESS)
+    parser.add_argument("--ws-impl", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve == "openenv":
+        serve_openenv(args.ws_impl)
+        return
+    if args.serve == "floor":
+        serve_floor(args.ws_impl)
+        return
+
+    rounds, ws_steps, http_steps = (2, 300, 300) if args.quick else (5, 3000, 2000)
+    sessions, lat_steps, memory_budget_s = (100, 5, 10.0) if args.quick else (1000, 30, 90.0)
+    me = os.path.abspath(__file__)
+    servers: dict[str, Server] = {}
+    started = time.perf_counter()
+    result: dict[str, Any] = {}
+    try:
+        ours_cmd = [sys.executable, "-m", "integrity_gym.server", "--port", "0", "--tasks", "-"]
+        servers["ours"] = start("ours", [*ours_cmd, "--extra-tasks", MINIMAL_EXTRA, "--max-sessions", "5000"])
+        try:
+            import openenv  # noqa: F401
+
+            # As shipped (uvicorn's default WebSocket implementation), and on our uvicorn settings.
+            servers["openenv"] = start("openenv", [sys.executable, me, "--serve", "openenv"])
+            servers["openenv_same_uvicorn"] = start(
+                "openenv_same_uvicorn", [sys.executable, me, "--serve", "openenv", "--ws-impl", OUR_WS]
+            )
+        except ImportError:
+            result["openenv"] = "not installed (pip install 'integrity-gym[openenv]'): not measured"
+        servers["floor"] = start("floor", [sys.executable, me, "--serve", "floor", "--ws-impl", OUR_WS])
+
+        ws_rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in servers}
+        http_rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in servers}
+        for _ in range(rounds):
+            for name, server in servers.items():
+                ws_rounds[name].append(measure_ws(server, ws_steps))
+                http_rounds[name].append(measure_http(server, http_steps))
+        ws = {name: median_of(r) for name, r in ws_rounds.items()}
+        http = {name: median_of(r) for name, r in http_rounds.items()}
+        result.update(
+            {
+                "machine": {
+                    "cpus": os.cpu_count(),
+                    "python": sys.version.split()[0],
+                    "load_avg_1m": os.getloadavg()[0],
+                },
+                "settings": {
+                    "rounds": rounds,
+                    "ws_steps_per_round": ws_steps,
+                    "http_steps_per_round": http_steps,
+                    "uvicorn_ws": {
+                        "ours": OUR_WS,
+                        "floor": OUR_WS,
+                        "openenv": "uvicorn default",
+                        "openenv_same_uvicorn": OUR_WS,
+                    },
+                    "note": "one client connection per measurement; medians over rounds; server CPU from psutil",
+                },
+                "websocket": ws,
+                "http": http,
+            }
+        )
+
+        def ratio(a: float, b: float) -> float:
+            return round(a / b, 2) if b else float("nan")
+
+        ratios: dict[str, float] = {
+            "ws_floor_over_ours_steps_per_s": ratio(ws["floor"]["steps_per_s"], ws["ours"]["steps_per_s"]),
+            "ws_ours_over_floor_cpu_per_step": ratio(
+                ws["ours"]["server_cpu_us_per_step"], ws["floor"]["server_cpu_us_per_step"]
+            ),
+            "http_floor_over_ours_steps_per_s": ratio(http["floor"]["steps_per_s"], http["ours"]["steps_per_s"]),
+        }
+        targets: dict[str, bool | None] = {
+            "ws_within_1.5x_of_floor": ratios["ws_floor_over_ours_steps_per_s"] <= 1.5,
+            "ws_at_least_2x_openenv": None,
+            "http_at_least_openenv": None,
+        }
+        if "openenv" in ws:
+            for other in ("openenv", "openenv_same_uvicorn"):
+                ratios[f"ws_ours_over_{other}_steps_per_s"] = ratio(ws["ours"]["steps_per_s"], ws[other]["steps_per_s"])
+                ratios[f"ws_{other}_over_ours_cpu_per_step"] = ratio(
+                    ws[other]["server_cpu_us_per_step"], ws["ours"]["server_cpu_us_per_step"]
+                )
+                ratios[f"http_ours_stateful_over_{other}_stateless_steps_per_s"] = ratio(
+                    http["ours"]["steps_per_s"], http[other]["steps_per_s"]
+                )
+            targets["ws_at_least_2x_openenv"] = ratios["ws_ours_over_openenv_steps_per_s"] >= 2.0
+            targets["http_at_least_openenv"] = ratios["http_ours_stateful_over_openenv_stateless_steps_per_s"] >= 1.0
+        result["ratios"] = ratios
+        result["targets"] = targets
+
+        # Latency under 100 concurrent clients, each with its own session.
+        lat: dict[str, Any] = {}
+        for name, server in servers.items():
+            lat[f"{name}_ws"] = asyncio.run(latency(server, 100, lat_steps, "ws"))
+        lat["ours_http"] = asyncio.run(latency(servers["ours"], 100, lat_steps, "http"))
+        result["latency_100_clients"] = lat
+
+        # Memory per idle session: the minimal env, then every registered environment's first task.
+        memory = {"minimal/count-v0": idle_session_memory(servers["ours"], "minimal", "minimal/count-v0", sessions)}
+        for server in servers.values():
+            server.stop()
+        servers.clear()
+        real = start("ours", [sys.executable, "-m", "integrity_gym.server", "--port", "0", "--max-sessions", "5000"])
+        servers["real"] = real
+        first: dict[str, str] = {}
+        for spec in httpx.get(real.url + "/tasks", trust_env=False).json():
+            first.setdefault(spec["env"], spec["id"])
+        for env, task in first.items():
+            memory[task] = idle_session_memory(real, env, task, sessions, budget_s=memory_budget_s)
+        result["idle_session_memory"] = memory
+        result["seconds"] = round(time.perf_counter() - started, 1)
+    finally:
+        for server in servers.values():
+            server.stop()
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
