@@ -63,7 +63,7 @@ def test_a_malformed_reply_becomes_a_rejected_penalised_step() -> None:
     result = env.step(action)
     assert result.info["error"] and result.reward < 0 and not result.done
     agent.observe(result)
-    assert agent._feedback == result.info["error"][:300]
+    assert agent._feedback == record["parse_error"]  # says more than the env's rejection of raw text
 
 
 def test_transient_errors_are_retried_then_fail_the_episode_clearly() -> None:

@@ -157,6 +157,7 @@ class LLMAgent:
         self._format: ResponseFormat = "json_schema" if mode == "auto" else mode
         self._images = self.settings.images
         self._feedback: str | None = None
+        self._parse_error: str | None = None
         self._record: dict[str, Any] | None = None
         self.seed = seed
 
@@ -171,6 +172,7 @@ class LLMAgent:
         text, usage, attempts = self._complete(system, user, observation)
         latency = time.perf_counter() - started
         action, parse, error = self._read(text, observation)
+        self._parse_error = error
         self._record = {
             "raw": text[:_RAW_LIMIT],
             "parse": parse,
@@ -185,9 +187,12 @@ class LLMAgent:
         return action
 
     def observe(self, result: Any) -> None:
-        """Keep the environment's rejection message to show the model on the next step."""
+        """Keep why the last action failed, to show the model on the next step.
+
+        Our own reading error says more than the environment's rejection of the raw reply.
+        """
         info = getattr(result, "info", None) or {}
-        error = info.get("error")
+        error = self._parse_error or info.get("error")
         self._feedback = str(error)[:300] if error else None
 
     def pop_step_record(self) -> dict[str, Any] | None:
