@@ -157,3 +157,29 @@ def test_server_log_has_no_tracebacks(server: ServerProcess, http: httpx.Client)
         http.post(f"/{env_name}/reset", content=b"\x00\x01", headers={"content-type": "application/json"})
         http.post(f"/{env_name}/step", content=b"null", headers={"content-type": "application/json"})
     assert not [line for line in server.log if "Traceback" in line], "".join(server.log)
+
+
+def test_a_server_side_failure_is_a_500_with_a_request_id_and_nothing_leaked() -> None:
+    from tests.server.broken import SECRET
+    from tests.server.servers import running_server
+
+    with running_server(["--extra-tasks", "tests.server.broken:BROKEN_TASK"]) as srv:
+        with httpx.Client(base_url=srv.url, trust_env=False) as http:
+            session = http.post("/broken/reset", json={}).json()["session_id"]
+            reply = http.post("/broken/step", json={"session_id": session, "action": {"kind": "ADD", "amount": 1}})
+            assert reply.status_code == 500
+            body = reply.json()
+            assert body["code"] == "INTERNAL_ERROR" and len(body["request_id"]) == 16
+            assert SECRET not in reply.text and "Traceback" not in reply.text
+            # The server keeps serving, and a malformed action is still the env's own 200 reply.
+            assert http.post("/broken/step", json={"session_id": session, "action": {"x": 1}}).status_code == 200
+            assert http.get("/health").status_code == 200
+        ws = ws_connect(srv, "broken")
+        ask(ws, json.dumps({"type": "reset", "data": {}}))
+        reply = ask(ws, json.dumps({"type": "step", "data": {"kind": "ADD", "amount": 1}}))
+        assert error_code(reply) == "EXECUTION_ERROR" and reply["data"]["error_type"] == "InternalError"
+        assert SECRET not in json.dumps(reply)
+        assert ask(ws, json.dumps({"type": "grade"}))["type"] == "grade"
+        ws.close()
+        # The failure and its request id are in the server's own log, for the operator.
+        assert any(body["request_id"] in line for line in srv.log)
