@@ -330,13 +330,16 @@ async def latency(
         await request(reader, writer, "DELETE", f"/{env}/session/{session}")
         writer.close()
 
+    t0 = time.perf_counter()
     await asyncio.gather(*((ws_client() if transport == "ws" else http_client()) for _ in range(clients)))
+    elapsed = time.perf_counter() - t0
     samples.sort()
     return {
         "clients": clients,
         "steps": len(samples),
         "p50_ms": round(samples[len(samples) // 2] * 1e3, 3),
         "p99_ms": round(samples[min(len(samples) - 1, int(len(samples) * 0.99))] * 1e3, 3),
+        "steps_per_s": round(len(samples) / elapsed, 1),
     }
 
 
@@ -448,6 +451,21 @@ def main() -> None:
         result["ratios"] = ratios
         result["targets"] = targets
 
+        # Throughput when the server is the bottleneck: 8 connections stepping at once.
+        saturated = {name: [] for name in servers}  # type: dict[str, list[float]]
+        for _ in range(rounds):
+            for name, server in servers.items():
+                run = asyncio.run(latency(server, 8, ws_steps // 8, "ws"))
+                saturated[name].append(run["steps_per_s"])
+        sat = {name: round(statistics.median(v), 1) for name, v in saturated.items()}
+        result["websocket_8_clients_steps_per_s"] = sat
+        ratios["ws_8_clients_floor_over_ours"] = ratio(sat["floor"], sat["ours"])
+        targets["ws_8_clients_within_1.5x_of_floor"] = ratios["ws_8_clients_floor_over_ours"] <= 1.5
+        if "openenv" in sat:
+            ratios["ws_8_clients_ours_over_openenv"] = ratio(sat["ours"], sat["openenv"])
+            ratios["ws_8_clients_ours_over_openenv_same_uvicorn"] = ratio(sat["ours"], sat["openenv_same_uvicorn"])
+            targets["ws_8_clients_at_least_2x_openenv"] = ratios["ws_8_clients_ours_over_openenv"] >= 2.0
+
         # Latency under 100 concurrent clients, each with its own session.
         lat: dict[str, Any] = {}
         for name, server in servers.items():
@@ -455,18 +473,29 @@ def main() -> None:
         lat["ours_http"] = asyncio.run(latency(servers["ours"], 100, lat_steps, "http"))
         result["latency_100_clients"] = lat
 
-        # Memory per idle session: the minimal env, then every registered environment's first task.
-        memory = {"minimal/count-v0": idle_session_memory(servers["ours"], "minimal", "minimal/count-v0", sessions)}
+        # Memory per idle session, each environment in a fresh server process (so memory freed by
+        # an earlier measurement cannot be reused and hide the growth).
+        tasks_by_env: dict[str, str] = {}
+        for spec in httpx.get(servers["ours"].url + "/tasks", trust_env=False).json():
+            tasks_by_env.setdefault(spec["env"], spec["id"])
         for server in servers.values():
             server.stop()
         servers.clear()
-        real = start("ours", [sys.executable, "-m", "integrity_gym.server", "--port", "0", "--max-sessions", "5000"])
-        servers["real"] = real
-        first: dict[str, str] = {}
-        for spec in httpx.get(real.url + "/tasks", trust_env=False).json():
-            first.setdefault(spec["env"], spec["id"])
-        for env, task in first.items():
-            memory[task] = idle_session_memory(real, env, task, sessions, budget_s=memory_budget_s)
+        real_cmd = [sys.executable, "-m", "integrity_gym.server", "--port", "0", "--max-sessions", "5000"]
+        lister = start("lister", real_cmd)
+        servers["lister"] = lister
+        for spec in httpx.get(lister.url + "/tasks", trust_env=False).json():
+            tasks_by_env.setdefault(spec["env"], spec["id"])
+        lister.stop()
+        servers.clear()
+        memory: dict[str, Any] = {}
+        for env, task in tasks_by_env.items():
+            extra = ["--extra-tasks", MINIMAL_EXTRA] if env == "minimal" else []
+            fresh = start("memory", [*real_cmd, "--tasks", task if env != "minimal" else "-", *extra])
+            servers["memory"] = fresh
+            memory[task] = idle_session_memory(fresh, env, task, sessions, budget_s=memory_budget_s)
+            fresh.stop()
+            servers.clear()
         result["idle_session_memory"] = memory
         result["seconds"] = round(time.perf_counter() - started, 1)
     finally:

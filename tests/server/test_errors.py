@@ -183,3 +183,16 @@ def test_a_server_side_failure_is_a_500_with_a_request_id_and_nothing_leaked() -
         ws.close()
         # The failure and its request id are in the server's own log, for the operator.
         assert any(body["request_id"] in line for line in srv.log)
+
+
+@pytest.mark.parametrize("env_name", ENV_NAMES)
+def test_collect_exists_exactly_where_the_env_offers_it(http: httpx.Client, env_name: str) -> None:
+    cls = next(s for s in SERVED if s.env == env_name).env_class()
+    reply = http.post(f"/{env_name}/collect", json={"no_such_option": True})
+    if callable(getattr(cls, "collect", None)):
+        assert reply.status_code == 422 and reply.json()["code"] == "VALIDATION_ERROR", reply.text
+    else:
+        assert reply.status_code == 404
+    assert http.post(
+        f"/{env_name}/collect", content=b"[1]", headers={"content-type": "application/json"}
+    ).status_code in (404, 422)

@@ -9,6 +9,7 @@ it. Errors are JSON ``{"detail", "code"}`` with a 4xx status: 404 ``SESSION_NOT_
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -232,14 +233,19 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, Route]:
 
 
 def _add_collect(app: APIRouter, service: EnvService, collect: Any) -> None:
-    """``POST /<env>/collect`` for environments whose Env class offers ``collect(payload)``."""
+    """``POST /<env>/collect`` for environments whose Env class offers ``collect(payload)``.
+
+    The hook is a classmethod taking the JSON body (a mapping) and returning a pydantic model or a
+    JSON-ready dict; it raises ``ValueError`` for a request it cannot serve (answered with 422).
+    """
 
     @app.post(
         "/collect", tags=["data"], summary="Build a scenario with the environment's data collector", responses=_ERRORS
     )
     async def collect_route(payload: dict[str, Any]) -> JSONResponse:
         try:
-            result = collect(payload)
+            # Collection searches and reads documents: keep it off the event loop.
+            result = await asyncio.to_thread(collect, payload)
         except (ValueError, KeyError, TypeError) as exc:
             raise ApiError(422, "VALIDATION_ERROR", f"collect refused: {exc}") from exc
         if isinstance(result, BaseModel):
