@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from integrity_gym.core.seeding import partition_of
 from integrity_gym.envs.pii_redaction import generator
 from integrity_gym.envs.pii_redaction.generator import (
     DEFAULT_MIN_CHARS,
@@ -42,7 +43,7 @@ def test_thousand_documents_are_valid_and_fit_the_budget(kind: Kind) -> None:
         assert Document.model_validate(doc.model_dump(mode="json")) == doc
         assert doc.id == f"{kind}-g{GENERATOR_VERSION}-s7-i{index}"
         assert len(doc.text) >= DEFAULT_MIN_CHARS[kind]
-        assert all(0 < len(e.text) < 200 for e in doc.entities)
+        assert all(0 < len(e.text) < 200 and e.text == e.text.strip() for e in doc.entities)
         assert all(doc.text[e.start : e.end] == e.text for e in doc.entities)
         assert oracle_steps(doc) <= BUDGET[kind] - 5, (doc.id, oracle_steps(doc))
 
@@ -194,3 +195,94 @@ def test_golden_samples_match_the_committed_file() -> None:
     committed = json.loads(GOLDEN.read_text(encoding="utf-8"))
     assert golden_samples() == committed
     assert [s["id"] for s in committed] == [f"{k}-g{GENERATOR_VERSION}-s0-i{i}" for k in KINDS for i in range(2)]
+
+
+# Markers of the held-out families (templates/heldout.py), which only eval documents may use.
+HELD_OUT: dict[str, dict[str, re.Pattern[str]]] = {
+    "security": {
+        "EMAIL": re.compile(r" at[ -](?:sign|symbol) | period | underscore |%40"),
+        "PHONE": re.compile(
+            r"\b(?:double|triple|cinco|cuatro|siete|nueve|ocho|seis|tres|dos|uno|cero)\b|area code \S+$|%2B1"
+        ),
+        "SSN": re.compile(r" dash |^\d{9}$|^\d{3}[/._]\d{2}"),
+        "DOB": re.compile(r"'\d\d$|Christmas|Halloween|Valentine|New Year|Fourth of July|April Fools|Patrick|^\d{8}$"),
+        "ADDRESS": re.compile(
+            r"^[a-z]+(?:-[a-z]+)? |P\.?O\.? [Bb]ox| (?:Trail|Loop|Crossing|Row|Cove|Bend|Pike|Square)\b"
+        ),
+        "NAME": re.compile(
+            r"^[a-z]+(?: [a-z]+)+$|\+|%20|^(?:alpha|bravo|charlie|delta|echo|foxtrot|golf|hotel|india|juliet"
+            r"|kilo|lima|mike|november|oscar|papa|quebec|romeo|sierra|tango|uniform|victor|whiskey|x-ray|yankee|zulu) "
+        ),
+    },
+    "clinical": {
+        "DOB": re.compile(r"^\d\d\.\d\d\.\d{4}$|^\d\d-\d\d-\d{4}$|^\d\d[A-Z]{3}\d{4}$|^\d{4}/\d\d/\d\d$"),
+        "PHONE": re.compile(r"^\+(?:44|49|52|33|91) "),
+        "ADDRESS": re.compile(r"^[a-z]+(?:-[a-z]+)? |P\.?O\.? [Bb]ox"),
+        "NAME": re.compile(r"^[A-Z]+ [A-Z]+$"),
+    },
+}
+
+
+@pytest.mark.parametrize("kind", ["clinical", "security"])
+def test_held_out_families_appear_only_in_eval_documents(kind: Kind) -> None:
+    seen: dict[str, set[str]] = {"train": set(), "eval": set()}
+    for index in range(150):
+        doc = generate_document(kind, 1, index)
+        part = partition_of(doc.id)
+        for e in doc.entities:
+            pattern = HELD_OUT[kind].get(e.label)
+            if pattern is not None and pattern.search(e.text):
+                # casual lower-case names and addresses are also a shared family of the hard tier
+                shared = kind == "security" and e.label in ("NAME", "ADDRESS") and e.text == e.text.lower()
+                if part == "train":
+                    assert shared, (doc.id, e.label, e.text)
+                seen[part].add(e.label)
+    assert seen["eval"] == set(HELD_OUT[kind]), seen["eval"]
+
+
+def test_held_out_phone_split_over_two_messages_is_two_entities() -> None:
+    for index in range(200):
+        doc = generate_document("security", 2, index)
+        if "hit enter too soon" in doc.text:
+            assert partition_of(doc.id) == "eval"
+            line = next(ln for ln in doc.text.splitlines() if "hit enter too soon" in ln)
+            start = doc.text.index(line)
+            inside = [e for e in doc.entities if start <= e.start < start + len(line)]
+            assert [e.label for e in inside] == ["PHONE"]
+            return
+    raise AssertionError("no split phone number in 200 documents")
+
+
+def test_shared_look_alikes_are_present_and_not_entities() -> None:
+    role = re.compile(
+        r"\b(?:support|billing|privacy|security|noreply|no-reply|help|records|appointments|dpo|alerts|"
+        r"dataprotection|accounts|referrals|patientportal|donotreply)@[a-z]+\.(?:com|org|net)\b"
+    )
+    ids = re.compile(r"(?:RMA is|dispute number|voucher|transaction id on my statement is|refund batch) (\S+)")
+    eponyms = re.compile(
+        r"\b(Parkinson|Graves|Crohn|Bell|Addison|Barrett|Paget|Wilson|Cushing|Hodgkin|Baker) "
+        r"(?:disease|palsy|esophagus|syndrome|lymphoma|cyst)"
+    )
+    found = {"role mailbox": 0, "id": 0, "eponym": 0, "eponym surname": 0, "dob cue trap": 0}
+    for index in range(60):
+        for kind in ("clinical", "security"):
+            doc = generate_document(kind, 4, index)
+            spans = [(e.start, e.end) for e in doc.entities]
+
+            def free(start: int, end: int, spans: list[tuple[int, int]] = spans) -> bool:
+                return not any(s < end and start < e for s, e in spans)
+
+            for pattern, name in ((role, "role mailbox"), (ids, "id"), (eponyms, "eponym")):
+                for m in pattern.finditer(doc.text):
+                    group = 1 if pattern.groups else 0
+                    assert free(m.start(group), m.end(group)), (doc.id, m.group(0))
+                    found[name] += 1
+            for m in eponyms.finditer(doc.text):
+                if any(e.label == "NAME" and e.text == m.group(1) for e in doc.entities):
+                    found["eponym surname"] += 1
+            for m in re.finditer(
+                r"name and date of birth\)? (?:completed|confirmed)[^.;]* on ([^;.]+?)(?: at |;)", doc.text
+            ):
+                assert free(m.start(1), m.end(1)), (doc.id, m.group(1))
+                found["dob cue trap"] += 1
+    assert all(found.values()), found

@@ -12,6 +12,7 @@ import integrity_gym
 from integrity_gym.agents.base import make_agent
 from integrity_gym.agents.heuristic import pii_redaction as heuristic
 from integrity_gym.agents.heuristic.pii_redaction import HeuristicAgent, detect, normalise
+from integrity_gym.core.seeding import partition_of
 from integrity_gym.envs.pii_redaction.data import load_gold
 from integrity_gym.envs.pii_redaction.generator import generate_document
 from integrity_gym.envs.pii_redaction.models import Document, Kind
@@ -107,11 +108,32 @@ def _precision_recall(docs: list[Document]) -> tuple[float, float]:
     return tp / predicted, tp / gold
 
 
-@pytest.mark.parametrize("kind", ["contract", "clinical", "security"])
-def test_detector_on_whole_generated_documents(kind: Kind) -> None:
-    # Measured on seed 5, 40 documents: precision and recall about 0.97-1.0 for every kind.
-    precision, recall = _precision_recall([generate_document(kind, 5, i) for i in range(40)])
-    assert precision >= 0.9 and recall >= 0.85, (precision, recall)
+def _by_partition(kind: Kind, seed: int, count: int) -> dict[str, list[Document]]:
+    docs = [generate_document(kind, seed, i) for i in range(6 * count)]
+    return {part: [d for d in docs if partition_of(d.id) == part][:count] for part in ("train", "eval")}
+
+
+@pytest.mark.parametrize(
+    ("kind", "precision_range", "train_recall"),
+    # Measured on seed 5, 40 documents of each partition (whole documents, no window):
+    # contract P 0.98 R 0.98 in both partitions; clinical train P 0.79 R 0.93, eval R 0.69;
+    # security train P 0.71 R 0.95, eval R 0.70. The shared look-alikes (organisation numbers and
+    # mailboxes, eponyms, phone- and SSN-shaped ids) cost precision in both partitions; the
+    # held-out families of the eval partition cost recall.
+    [("contract", (0.9, 1.0), 0.9), ("clinical", (0.7, 0.88), 0.85), ("security", (0.6, 0.8), 0.88)],
+)
+def test_detector_on_whole_generated_documents(
+    kind: Kind, precision_range: tuple[float, float], train_recall: float
+) -> None:
+    docs = _by_partition(kind, 5, 40)
+    precision, recall = _precision_recall(docs["train"])
+    low, high = precision_range
+    assert low <= precision <= high and recall >= train_recall, (precision, recall)
+    eval_recall = _precision_recall(docs["eval"])[1]
+    if kind == "contract":
+        assert eval_recall >= 0.9, eval_recall  # the easy tier has no held-out forms
+    else:
+        assert eval_recall <= recall - 0.15, (eval_recall, recall)
 
 
 def test_agent_reads_observations_only() -> None:
@@ -138,18 +160,30 @@ def _play(task_id: str, **reset: object) -> tuple[float, list[str], list[str | N
 
 
 @pytest.mark.parametrize(
-    ("kind", "floor"),
-    # Measured means over seeds 0-19: contract 0.99, clinical 0.99, security 0.98.
-    [("contract", 0.9), ("clinical", 0.88), ("security", 0.8)],
+    ("kind", "floor", "ceiling"),
+    # Eval partition (the default). Measured means over seeds 0-19: contract 0.99, clinical 0.83,
+    # security 0.66 (before the shared look-alikes and held-out families: 0.99, 0.997, 0.98);
+    # over seeds 0-5: 0.99, 0.85, 0.62. The ceilings keep the medium and hard tiers apart.
+    [("contract", 0.9, 1.0), ("clinical", 0.78, 0.9), ("security", 0.55, 0.72)],
 )
-def test_heuristic_episodes_beat_a_floor(kind: str, floor: float) -> None:
+def test_heuristic_episodes_beat_a_floor(kind: str, floor: float, ceiling: float) -> None:
     scores = []
     for seed in range(6):
         score, actions, errors = _play(TASKS[kind], seed=seed)
         assert errors == [None] * len(errors), [e for e in errors if e]
         assert actions[-1] == "FINISH"
         scores.append(score)
-    assert statistics.mean(scores) >= floor, scores
+    assert floor <= statistics.mean(scores) <= ceiling, scores
+
+
+def test_training_documents_are_easier_for_the_heuristic_than_eval_documents() -> None:
+    # The held-out families appear only in the eval partition, so a baseline built on training
+    # documents loses recall there. Measured over seeds 0-7: clinical train 0.90 vs eval 0.85,
+    # security train 0.91 vs eval 0.64.
+    for kind, gap in (("clinical", 0.025), ("security", 0.15)):
+        train = statistics.mean(_play(TASKS[kind], seed=s, options={"partition": "train"})[0] for s in range(8))
+        held_out = statistics.mean(_play(TASKS[kind], seed=s)[0] for s in range(8))
+        assert train >= held_out + gap, (kind, train, held_out)
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,15 @@ come from fixed ranges (births 1940-2006, other events 2019-2025), never from to
 Templates live in ``templates/``: agreements (easy), clinical notes, discharge summaries and
 referral letters (medium), support chats interleaved with service logs, with obfuscated PII
 (hard). Each kind mixes in non-PII look-alikes (company and product names, reference codes,
-IP and MAC addresses, versions, non-birth dates, amounts, diagnosis codes, dosages) that are
-not entities. Gold offsets are recorded while the text is assembled, and the ``Document`` model
-re-checks every entity against the text.
+IP and MAC addresses, versions, non-birth dates, amounts, diagnosis codes, dosages; in the
+medium and hard tiers also organisations' phone numbers and shared mailboxes, eponyms that
+equal a patient's surname, birth-date cues before other dates, and ids in the shape of phone
+numbers or SSNs) that are not entities. A document whose id falls in the eval partition may
+also use the held-out families of ``templates/heldout.py``, which training documents never
+use, so a system tuned on training documents meets them first at evaluation.
+
+Gold offsets are recorded while the text is assembled, and the ``Document`` model re-checks
+every entity against the text.
 """
 
 from __future__ import annotations
@@ -23,13 +29,13 @@ from typing import Any, get_args
 
 from faker import Faker
 
-from integrity_gym.core.seeding import derive_seed, make_rng
+from integrity_gym.core.seeding import derive_seed, make_rng, partition_of
 from integrity_gym.envs.pii_redaction.models import Document, Entity, Kind
 from integrity_gym.envs.pii_redaction.templates import clinical, contract, security
 from integrity_gym.envs.pii_redaction.templates.common import faker_for
 
 #: Bump whenever a change alters any generated document (and bump the task versions too).
-GENERATOR_VERSION: int = 1
+GENERATOR_VERSION: int = 2
 
 #: Default minimum lengths per kind (characters).
 DEFAULT_MIN_CHARS: dict[str, int] = {"contract": 1000, "clinical": 3000, "security": 6000}
@@ -39,7 +45,7 @@ MAX_MIN_CHARS = 200_000
 
 KINDS: tuple[str, ...] = get_args(Kind)
 
-_BUILDERS: dict[str, Callable[[Random, Faker, int], tuple[str, tuple[Entity, ...]]]] = {
+_BUILDERS: dict[str, Callable[[Random, Faker, int, bool], tuple[str, tuple[Entity, ...]]]] = {
     "contract": contract.build,
     "clinical": clinical.build,
     "security": security.build,
@@ -65,8 +71,10 @@ def generate_document(kind: Kind, seed: int, index: int, *, min_chars: int | Non
     parts = ("pii_redaction", GENERATOR_VERSION, kind, seed, index, length)
     rng = make_rng(*parts)
     fake = faker_for(derive_seed("faker", *parts))
-    text, entities = _BUILDERS[kind](rng, fake, length)
-    return Document(id=document_id(kind, seed, index), kind=kind, text=text, entities=entities)
+    doc_id = document_id(kind, seed, index)
+    # Eval documents may use the held-out families of templates/heldout.py; training ones never do.
+    text, entities = _BUILDERS[kind](rng, fake, length, partition_of(doc_id) == "eval")
+    return Document(id=doc_id, kind=kind, text=text, entities=entities)
 
 
 def golden_samples() -> list[dict[str, Any]]:

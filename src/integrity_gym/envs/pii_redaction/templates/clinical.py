@@ -13,16 +13,21 @@ from random import Random
 from faker import Faker
 
 from integrity_gym.envs.pii_redaction.models import Entity
+from integrity_gym.envs.pii_redaction.templates import heldout as ho
 from integrity_gym.envs.pii_redaction.templates.common import (
     Builder,
     E,
+    Person,
     Slot,
     between,
     brand,
     fmt_date,
     make_person,
+    org_domain,
+    org_phone,
     pick,
     relation,
+    role_mailbox,
 )
 
 _CONDITIONS = (
@@ -57,23 +62,43 @@ _DOCTYPES = (
     "REFERRAL LETTER",
 )  # fmt: skip
 
+# Surnames that are also the name of a condition in the same note: the eponym is not a name.
+_EPONYMS = (
+    ("Parkinson", "Parkinson disease", "G20"), ("Graves", "Graves disease", "E05.00"),
+    ("Crohn", "Crohn disease", "K50.90"), ("Bell", "Bell palsy", "G51.0"),
+    ("Addison", "Addison disease", "E27.1"), ("Barrett", "Barrett esophagus", "K22.70"),
+    ("Paget", "Paget disease of bone", "M88.9"), ("Wilson", "Wilson disease", "E83.01"),
+    ("Cushing", "Cushing syndrome", "E24.9"), ("Hodgkin", "Hodgkin lymphoma", "C81.90"),
+    ("Baker", "Baker cyst of the right knee", "M71.21"),
+)  # fmt: skip
+# Clinician surnames that are also place words; the same word then names a practice.
+_WORD_SURNAMES = ("Park", "Hill", "Banks", "Church", "Marsh", "Wood", "Lane", "Brook", "Ford", "Hall", "Field", "Mills")
+_PRACTICE_KINDS = ("Family Practice", "Medical Group", "Clinic", "Internal Medicine")
+
 _HEADERS = (
-    "{facility}\n{doctype}\n\nPatient: {p_name}\nDOB: {p_dob}\nMRN: {mrn}\nAdmitted: {adm}    "
-    "Discharged: {dis}\nAttending: Dr. {d1_name}\nEncounter: {enc}\n\n",
+    "{facility}\n{doctype}\n\nPatient: {p_name_h}\nDOB: {p_dob}\nMRN: {mrn}\nAdmitted: {adm}    "
+    "Discharged: {dis}\nAttending: Dr. {d1_name_h}\nEncounter: {enc}\n\n",
     "{doctype} - {facility}\nName: {p_name_rev}   Date of birth: {p_dob}   Sex: {sex}\nRecord no. {mrn} | "
-    "Visit {enc} | Date of service {adm}\nProvider: {d1_name}, MD\n\n",
-    "{facility} | {doctype}\nPATIENT NAME: {p_name}\nD.O.B.: {p_dob}    MRN {mrn}\nADMISSION DATE: {adm}\n"
-    "ATTENDING PHYSICIAN: {d1_name}, MD\nPCP: Dr. {d2_name}\n\n",
-    "{facility}\n{doctype}\n\nClient: {p_name}     Birth date {p_dob}     Chart {mrn}\n"
-    "Clinician: {d1_name}, NP     Seen: {adm}\n\n",
+    "Visit {enc} | Date of service {adm}\nProvider: {d1_name_h}, MD\n\n",
+    "{facility} | {doctype}\nPATIENT NAME: {p_name_h}\nD.O.B.: {p_dob}    MRN {mrn}\nADMISSION DATE: {adm}\n"
+    "ATTENDING PHYSICIAN: {d1_name_h}, MD\nPCP: Dr. {d2_name}\n\n",
+    "{facility}\n{doctype}\n\nClient: {p_name_h}     Birth date {p_dob}     Chart {mrn}\n"
+    "Clinician: {d1_name_h}, NP     Seen: {adm}\n\n",
     "{doctype}\n{facility}, unit {bed}\n\n{p_name_rev_mid} | {sex} | DOB {p_dob} | MRN {mrn}\n"
-    "Seen {adm} by {d1_name} with {d3_name} (resident)\n\n",
+    "Seen {adm} by {d1_name_h} with {d3_name} (resident)\n\n",
+    # An EHR banner: surname first, birth date with no label, age and sex after it.
+    "{facility} | {doctype}\n{p_banner}    {p_dob}    {age} y {sex}    MRN {mrn}    Adm {adm}\n"
+    "Attending: {d1_name_h}, MD    Encounter {enc}\n\n",
 )
-_LETTER_HEADER = (
+_LETTER_HEADERS = (
     "{facility}\nDepartment of {dept}\n{letter_date}\n\nDr. {d2_name}\n{facility2}\n\n"
-    "RE: {p_name}, DOB {p_dob} (our ref. {mrn})\n\nDear Dr. {d2_last},\n\n"
+    "RE: {p_name_h}, DOB {p_dob} (our ref. {mrn})\n\nDear Dr. {d2_last},\n\n"
     "Thank you for seeing {p_title} {p_last}, whom I am referring for further assessment of {cond}. "
-    "I have summarised the relevant history below.\n\n"
+    "I have summarised the relevant history below.\n\n",
+    "{facility}\nDepartment of {dept}\n{letter_date}\n\nDr. {d2_name}\n{facility2}\n\n"
+    "Re: {p_name_h} ({p_dob}) - our ref. {mrn}\n\nDear Dr. {d2_last},\n\n"
+    "I would be grateful if you could see this {age}-year-old {sex_word} with {cond}. A summary "
+    "of the history follows.\n\n",
 )
 _HPI = (
     "HISTORY OF PRESENT ILLNESS:\n{p_title} {p_last} is a {age}-year-old {sex_word} with {cond} "
@@ -132,18 +157,42 @@ _FILLERS = (
     "Care coordination: discussed with case manager; insurance group {group}, authorization "
     "{auth}. Home health referral to {agency} placed.\n\n",
 )
+# Cues that do not introduce a birth date, and organisations' numbers and mailboxes (not PII).
+_DOB_CUE_TRAPS = (
+    "SAFETY CHECK: two-identifier check (name and date of birth) completed before the transfusion on "
+    "{lab_date2} at {time}; unit {acc} verified at the bedside.\n\n",
+    "Pharmacy note: name and date of birth confirmed at the discharge counter on {dis}; medication "
+    "list reconciled with the patient.\n\n",
+)
+_BIRTH_CONTROL = "Gynecologic history: birth control pill stopped on {prior}; no hormone therapy since.\n\n"
+_ORG_CONTACTS = (
+    "Discharge prescriptions sent to {pharmacy} (tel. {org1}, fax {org2}).\n\n",
+    "Questions after discharge: {facility} nurse advice line {org3}, or a portal message to "
+    "{records_box}. Automated reminders come from {noreply_box}; replies are not read.\n\n",
+    "Referral faxed to {facility2} at {org2}; their scheduling desk ({org3}) will contact the patient.\n\n",
+)
+_KIN_SHORTHAND = (
+    "TELEPHONE NOTE ({lab_date2}): pt's {k_rel} ({k_first}) called asking about discharge; advised to call "
+    "back after the ward round.\n\n",
+    "Visitors: {k_rel} ({k_first}) at the bedside most afternoons; {k_first} wants to be present for "
+    "the family meeting.\n\n",
+)
+_NICK_LINES = (
+    "Communication: {p_pron} prefers to be called {nick}. {nick} understood the plan and repeated it back.\n\n",
+    "{nick}, as {p_pron} likes to be called, was in good spirits on the ward round and asked about going home.\n\n",
+)
 _FOLLOWUP = (
-    "FOLLOW-UP: {p_first} should see Dr. {d2_last} at {facility2} within {weeks} weeks. Clinic "
+    "FOLLOW-UP: {p_first} should see Dr. {d2_init} at {facility2} within {weeks} weeks. Clinic "
     "scheduling line ext. {ext}. Bring the medication list and glucose log.\n\n",
     "Disposition: discharged home on {dis} in stable condition. Follow-up with {specialty} on "
     "{prior2}. Return precautions reviewed with {p_title} {p_last} and {k_first}.\n\n",
 )
 _SIGN = (
-    "Electronically signed by {d1_name}, MD on {dis} at {time}.\n",
-    "Dictated by: Dr. {d1_name}\nTranscribed: {dis} {time} (job {job_id})\n",
-    "With kind regards,\n\n{d1_name}, MD\nConsultant, {specialty}\n{facility}\ncc: {p_name}\n",
-    "Note by {d3_name}, PA-C, reviewed and co-signed by {d1_name} on {dis}.\n",
-    "{d1_name}\n{specialty} service, {facility}\n{dis} {time}\n",
+    "Electronically signed by {d1_name_h}, MD on {dis} at {time}.\n",
+    "Dictated by: Dr. {d1_name_h}\nTranscribed: {dis} {time} (job {job_id})\n",
+    "With kind regards,\n\n{d1_name_h}, MD\nConsultant, {specialty}\n{facility}\ncc: {p_name_h}\n",
+    "Note by {d3_name}, PA-C, reviewed and co-signed by {d1_name_h} on {dis}.\n",
+    "{d1_name_h}\n{specialty} service, {facility}\n{dis} {time}\n",
 )
 
 _SYMPTOMS = (
@@ -166,37 +215,66 @@ _HABITS = (
 )  # fmt: skip
 
 
-def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, ...]]:
-    """Build one clinical document of at least ``min_chars`` characters."""
-    patient = make_person(rng, fake)
+def build(rng: Random, fake: Faker, min_chars: int, held_out: bool = False) -> tuple[str, tuple[Entity, ...]]:
+    """Build one clinical document of at least ``min_chars`` characters.
+
+    ``held_out`` (documents of the eval partition) allows the forms of :mod:`.heldout`: birth and
+    other dates in European, dashed or pharmacy-label formats, a preferred name used without a
+    cue, addresses with spelled or unusual street numbers and types, and a relative's number
+    abroad.
+    """
+    eponym = pick(rng, _EPONYMS) if rng.random() < 0.3 else None
+    patient = make_person(rng, fake, last=eponym[0] if eponym else None)
     kin = make_person(rng, fake)
     doctors = [make_person(rng, fake) for _ in range(3)]
-    (cond, icd), (cond2, icd2) = rng.sample(_CONDITIONS, 2)
+    word_doctor = rng.random() < 0.4
+    if word_doctor:
+        doctors[1] = make_person(rng, fake, last=pick(rng, _WORD_SURNAMES))
+    (cond, icd), (cond2, icd2) = rng.sample([c for c in _CONDITIONS if not eponym or c[0] != eponym[1]], 2)
+    if eponym:
+        cond, icd = eponym[1], eponym[2]
     drugs = rng.sample(_DRUGS, 3)
     # One coherent timeline: prior visit < admission <= labs <= discharge < follow-up.
     adm = between(rng, date(2019, 3, 1), date(2025, 10, 31))
     stay = rng.randrange(1, 9)
     dis = adm + timedelta(days=stay)
+    # Held-out families, each in about half of the eval documents.
+    odd_dates = held_out and rng.random() < 0.8
+    caps = held_out and rng.random() < 0.75  # headers and signature blocks in capitals
+    nick = ho.nickname(patient.first) if held_out and rng.random() < 0.7 else None
+    odd_address = held_out and rng.random() < 0.6
+    abroad = held_out and rng.random() < 0.5
+
+    def fmt(d: date, s: int) -> str:
+        return ho.date_written(d, s) if odd_dates else fmt_date(d, s)
 
     def during() -> str:
-        return fmt_date(adm + timedelta(days=rng.randrange(stay + 1)), style)
+        return fmt(adm + timedelta(days=rng.randrange(stay + 1)), style)
 
     history_first = max(date(1995, 1, 1), patient.dob + timedelta(days=365 * 5))
     style = rng.randrange(7)
     she = patient.gender == "f"
     age = adm.year - patient.dob.year - ((adm.month, adm.day) < (patient.dob.month, patient.dob.day))
+    address = _address(patient, rng) if odd_address else patient.address()
+    domain = org_domain(rng)
+    facility2 = pick(rng, _FACILITY).format(
+        brand=brand(rng), saint=pick(rng, _SAINTS), street_word=pick(rng, _STREET_WORDS)
+    )
+    if word_doctor:
+        facility2 = f"{doctors[1].last} {pick(rng, ('Avenue', 'Street', 'Road'))} {pick(rng, _PRACTICE_KINDS)}"
     ctx: dict[str, Slot] = {
         "facility": pick(rng, _FACILITY).format(
             brand=brand(rng), saint=pick(rng, _SAINTS), street_word=pick(rng, _STREET_WORDS)
         ),
-        "facility2": pick(rng, _FACILITY).format(
-            brand=brand(rng), saint=pick(rng, _SAINTS), street_word=pick(rng, _STREET_WORDS)
-        ),
+        "facility2": facility2,
         "doctype": pick(rng, _DOCTYPES[:4]),
         "dept": pick(rng, _SPECIALTIES),
         "specialty": pick(rng, _SPECIALTIES),
         "p_name": E("NAME", patient.name),
         "p_name_rev": E("NAME", f"{patient.last.upper()}, {patient.first}"),
+        "p_banner": E("NAME", f"{patient.last.upper()}, {patient.first}"),
+        "p_name_h": E("NAME", patient.name.upper() if caps else patient.name),
+        "d1_name_h": E("NAME", doctors[0].name.upper() if caps else doctors[0].name),
         "p_name_rev_mid": E("NAME", f"{patient.last}, {patient.first} {pick(rng, 'ABCDEFGHJKLMNPRSTW')}."),
         "d3_name": E("NAME", doctors[2].name),
         "p_first": E("NAME", patient.first),
@@ -209,30 +287,31 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
         "sex": "F" if she else "M",
         "sex_word": "woman" if she else "man",
         "age": str(age),
-        "p_dob": E("DOB", fmt_date(patient.dob, style)),
-        "p_dob2": E("DOB", fmt_date(patient.dob, style + 1)),
-        "p_addr": E("ADDRESS", patient.address()),
+        "p_dob": E("DOB", fmt(patient.dob, style)),
+        "p_dob2": E("DOB", fmt(patient.dob, style + 1)),
+        "p_addr": E("ADDRESS", address),
         "p_phone": E("PHONE", patient.phone(rng.randrange(5))),
         "p_email": E("EMAIL", patient.email),
         "k_name": E("NAME", kin.name),
         "k_first": E("NAME", kin.first),
         "k_rel": relation(rng, kin),
-        "k_phone": E("PHONE", kin.phone(rng.randrange(5))),
+        "k_phone": E("PHONE", ho.phone_international(rng) if abroad else kin.phone(rng.randrange(5))),
         "d1_name": E("NAME", doctors[0].name),
         "d2_name": E("NAME", doctors[1].name),
         "d2_last": E("NAME", doctors[1].last),
+        "d2_init": E("NAME", f"{doctors[1].first[0]}. {doctors[1].last}"),
         "d3_last": E("NAME", doctors[2].last),
         "mrn": f"{rng.randrange(10**7, 10**8)}",
         "enc": f"ENC-{rng.randrange(10**6, 10**7)}",
         "acc": f"ACC{rng.randrange(10**5, 10**6)}",
-        "adm": fmt_date(adm, style),
-        "dis": fmt_date(dis, style),
-        "prior": fmt_date(adm - timedelta(days=rng.randrange(20, 400)), style),
-        "prior2": fmt_date(dis + timedelta(days=rng.randrange(7, 60)), style),
-        "letter_date": fmt_date(dis + timedelta(days=rng.randrange(0, 5)), style + 1),
+        "adm": fmt(adm, style),
+        "dis": fmt(dis, style),
+        "prior": fmt(adm - timedelta(days=rng.randrange(20, 400)), style),
+        "prior2": fmt(dis + timedelta(days=rng.randrange(7, 60)), style),
+        "letter_date": fmt(dis + timedelta(days=rng.randrange(0, 5)), style + 1),
         "lab_date": during(),
-        "hist_date": fmt_date(between(rng, history_first, date(2018, 12, 31)), style),
-        "hist_date2": fmt_date(between(rng, history_first, date(2018, 12, 31)), style),
+        "hist_date": fmt(between(rng, history_first, date(2018, 12, 31)), style),
+        "hist_date2": fmt(between(rng, history_first, date(2018, 12, 31)), style),
         "hist_year": str(rng.randrange(history_first.year, 2019)),
         "cond": cond,
         "icd": icd,
@@ -272,15 +351,31 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
         "auth": f"{rng.randrange(100, 999)}-{rng.randrange(1000, 9999)}-{rng.randrange(100, 999)}",
         "agency": f"{brand(rng)} Home Health",
         "job_id": str(rng.randrange(10**5, 10**6)),
+        "pharmacy": f"{brand(rng)} {pick(rng, ('Pharmacy', 'Drug', 'Apothecary'))}",
+        "org1": org_phone(rng),
+        "org2": org_phone(rng),
+        "org3": org_phone(rng),
+        "records_box": role_mailbox(rng, domain, ("records", "patientportal", "help", "appointments", "referrals")),
+        "noreply_box": role_mailbox(rng, domain, ("noreply", "no-reply", "donotreply")),
+        "nick": E("NAME", nick) if nick else "",
     }
     b = Builder()
     letter = rng.random() < 0.25
     if letter:
-        b.fill(_LETTER_HEADER, ctx)
+        b.fill(pick(rng, _LETTER_HEADERS), ctx)
     else:
         b.fill(pick(rng, _HEADERS), ctx)
     b.fill(pick(rng, _HPI), ctx)
-    middle = [pick(rng, _SOCIAL), pick(rng, _CONTACTS)]
+    middle = [pick(rng, _SOCIAL), pick(rng, _CONTACTS), *rng.sample(_ORG_CONTACTS, 2 if rng.random() < 0.3 else 1)]
+    if rng.random() < 0.6:
+        middle.append(pick(rng, _DOB_CUE_TRAPS))
+    if she and age < 56 and rng.random() < 0.5:
+        middle.append(_BIRTH_CONTROL)
+    if nick:
+        middle.append(pick(rng, _NICK_LINES))
+    if held_out and rng.random() < 0.8:
+        middle.append(pick(rng, _KIN_SHORTHAND))
+    rng.shuffle(middle)
     fillers = list(_FILLERS)
     rng.shuffle(fillers)
     closing = pick(rng, _FOLLOWUP)
@@ -289,7 +384,7 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
     day = 1
     while middle or (len(b) < min_chars - reserve):
         if middle and (rng.random() < 0.4 or len(b) >= min_chars - reserve):
-            b.fill(middle.pop(0), ctx)
+            b.fill(middle.pop(0), {**ctx, "lab_date2": during()})
             continue
         if not fillers:
             fillers = [f for f in _FILLERS if f.startswith(("HOSPITAL COURSE", "Day {day}"))]
@@ -303,3 +398,7 @@ def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, 
             {"lab_date2": during()},
         )
     return b.result()
+
+
+def _address(p: Person, rng: Random) -> str:
+    return ho.address_heldout(p.street, p.unit, p.city, p.state, p.zipcode, rng, prose=False)

@@ -226,11 +226,16 @@ def relation(rng: Random, person: Person) -> str:
     return pick(rng, _KIN[person.gender])
 
 
-def make_person(rng: Random, fake: Faker, *, dob_first: date = DOB_FIRST, dob_last: date = DOB_LAST) -> Person:
-    """Draw a fictional person; Faker supplies names and places, ``rng`` everything else."""
+def make_person(
+    rng: Random, fake: Faker, *, dob_first: date = DOB_FIRST, dob_last: date = DOB_LAST, last: str | None = None
+) -> Person:
+    """Draw a fictional person; Faker supplies names and places, ``rng`` everything else.
+
+    ``last`` fixes the surname (for surnames that are also ordinary words or eponyms).
+    """
     gender = pick(rng, ("m", "f"))
     first = fake.first_name_male() if gender == "m" else fake.first_name_female()
-    last = fake.last_name()
+    last = fake.last_name() if last is None else last
     f, ln = first.lower(), last.lower()
     local = pick(
         rng,
@@ -335,3 +340,26 @@ def hostname(rng: Random) -> str:
 def hexid(rng: Random, n: int) -> str:
     """A lower-case hexadecimal id of ``n`` characters."""
     return "".join(pick(rng, "0123456789abcdef") for _ in range(n))
+
+
+_ROLE_BOXES = (
+    "support", "billing", "privacy", "security", "noreply", "no-reply", "help", "records",
+    "appointments", "info", "accounts", "abuse", "referrals", "pharmacy",
+)  # fmt: skip
+
+
+def org_domain(rng: Random) -> str:
+    """An organisation's e-mail domain, like 'summitlabs.com'."""
+    return f"{pick(rng, _BRAND_A).lower()}{pick(rng, _BRAND_B).lower()}.{pick(rng, ('com', 'org', 'net'))}"
+
+
+def role_mailbox(rng: Random, domain: str, boxes: Sequence[str] = _ROLE_BOXES) -> str:
+    """A shared mailbox of an organisation ('billing@summitlabs.com'): not personal data."""
+    return f"{pick(rng, boxes)}@{domain}"
+
+
+def org_phone(rng: Random) -> str:
+    """An organisation's switchboard, helpline or fax number: phone-shaped, not personal data."""
+    area = pick(rng, ("800", "833", "844", "855", "866", "877", "888", *AREA_CODES[:12]))
+    b, c = rng.randrange(200, 999), rng.randrange(10000)
+    return pick(rng, (f"({area}) {b}-{c:04d}", f"{area}-{b}-{c:04d}", f"{area}.{b}.{c:04d}", f"1-{area}-{b}-{c:04d}"))

@@ -141,8 +141,9 @@ _SCHEDULE = (
 _REP_TITLES = ("Chief Operating Officer", "General Counsel", "VP Procurement", "Director of Operations", "CEO")
 
 
-def build(rng: Random, fake: Faker, min_chars: int) -> tuple[str, tuple[Entity, ...]]:
-    """Build one agreement of at least ``min_chars`` characters."""
+def build(rng: Random, fake: Faker, min_chars: int, held_out: bool = False) -> tuple[str, tuple[Entity, ...]]:
+    """Build one agreement of at least ``min_chars`` characters (the easy tier has no held-out forms)."""
+    del held_out
     title, role, purpose = pick(rng, _KINDS)
     person = make_person(rng, fake)
     rep = make_person(rng, fake)
