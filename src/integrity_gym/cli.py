@@ -173,6 +173,7 @@ def report(
         Path | None, typer.Option(help="Also write a Markdown results section here (e.g. docs/results.md).")
     ] = None,
     assets: Annotated[Path | None, typer.Option(help="PNG folder of --markdown (default: beside it).")] = None,
+    note: Annotated[str | None, typer.Option(help="A paragraph shown under the title.")] = None,
 ) -> None:
     """Write a self-contained HTML report with plots (and PNGs) for one or more benchmark runs."""
     from integrity_gym.bench.report import load_run, parse_trace_choices, write_markdown, write_report
@@ -180,11 +181,11 @@ def report(
     try:
         loaded = [load_run(path) for path in runs]
         chosen = parse_trace_choices(trace or [])
-        page = write_report(loaded, out, title=title, chosen=chosen)
+        page = write_report(loaded, out, title=title, chosen=chosen, note=note)
         console.print(f"wrote {page} and its PNGs in {out}/")
         if markdown is not None:
             folder = assets or markdown.parent / markdown.stem
-            console.print(f"wrote {write_markdown(loaded, markdown, folder, chosen)} (figures in {folder}/)")
+            console.print(f"wrote {write_markdown(loaded, markdown, folder, chosen, note)} (figures in {folder}/)")
     except (ValueError, ImportError) as exc:
         raise _fail(str(exc)) from exc
 

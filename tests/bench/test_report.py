@@ -62,9 +62,13 @@ def test_chosen_trace_and_bad_choices(runs: list[Path]) -> None:
 
 
 def test_markdown_results_section(runs: list[Path], tmp_path: Path) -> None:
-    md = write_markdown([load_run(p) for p in runs], tmp_path / "docs" / "results.md", tmp_path / "docs" / "results")
+    md = write_markdown([load_run(p) for p in runs], tmp_path / "docs" / "results.md", tmp_path / "docs" / "results",
+                        note="A note.")  # fmt: skip
     text = md.read_text()
-    assert "| task | tier | threshold |" in text and "`information_integrity/easy-v0`" in text
+    assert "| task | tier | threshold | heuristic | random |" in text and "`information_integrity/easy-v0`" in text
+    assert "A note." in text
+    # The two heuristic runs share a column: the mean of their means and the run-to-run spread.
+    assert text.count("across 2 runs") == 3 and "n=4)" in text
     for link in re.findall(r"!\[[^\]]+\]\(([^)]+)\)", text):
         assert not link.startswith("/") and (md.parent / link).is_file()
 

@@ -131,6 +131,7 @@ def radar(runs: Sequence[RunData], path: Path) -> Path | None:
         ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["", "0.5", "", "1"], fontsize=7)
         ax.set_title(env, pad=18)
     axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.05, 1.1))
+    fig.subplots_adjust(wspace=0.55)
     return _save(fig, path)
 
 
@@ -191,14 +192,16 @@ def mean_vs_variance(runs: Sequence[RunData], path: Path) -> tuple[Path | None, 
             ax.scatter([], [], color=colors[label], label=f"{label} ({len(groups[label])} runs)")
     else:
         kind = "episode-to-episode standard deviation (only one run per model)"
+        markers = dict(zip(dict.fromkeys(t.split("/")[0] for t in task_order(runs)), "os^Dv<>", strict=False))
         for run, color in zip(runs, _colors(len(runs)), strict=True):
             for task_id in run.tasks:
                 scores = run.scores(task_id)
                 if len(scores) > 1:
-                    x, y = float(np.mean(scores)), float(np.std(scores, ddof=1))
-                    ax.scatter(x, y, color=color, s=36)
-                    ax.annotate(_short(task_id), (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+                    marker = markers.get(task_id.split("/")[0], "o")
+                    ax.scatter(np.mean(scores), np.std(scores, ddof=1), color=color, marker=marker, s=40, alpha=0.8)
             ax.scatter([], [], color=color, label=run.display)
+        for env, marker in markers.items():
+            ax.scatter([], [], color="grey", marker=marker, label=env)
     ax.set_title(f"Mean vs variance: {kind}", fontsize=9)
     ax.set_xlim(-0.02, 1.02)
     ax.set_xlabel("mean grade")
