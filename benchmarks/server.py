@@ -455,7 +455,7 @@ def main() -> None:
         saturated = {name: [] for name in servers}  # type: dict[str, list[float]]
         for _ in range(rounds):
             for name, server in servers.items():
-                run = asyncio.run(latency(server, 8, ws_steps // 8, "ws"))
+                run = asyncio.run(latency(server, 8, ws_steps // 2, "ws"))
                 saturated[name].append(run["steps_per_s"])
         sat = {name: round(statistics.median(v), 1) for name, v in saturated.items()}
         result["websocket_8_clients_steps_per_s"] = sat
