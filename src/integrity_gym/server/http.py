@@ -120,12 +120,15 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, Route]:
     async def reset(request: ResetRequest | None = None) -> Response:
         request = request or ResetRequest()
         spec = service.resolve_task(request)
-        env = service.build(spec)
-        obs = service.reset(env, request)
+        env: Any = None
         try:
+            await service.store.ensure_room()
+            env = service.build(spec)
+            obs = service.reset(env, request)
             session = await service.store.open(name, env, kind="http")
         except CapacityError as exc:
-            env.close()
+            if env is not None:
+                env.close()
             raise ApiError(
                 503, "CAPACITY_REACHED", str(exc), active_sessions=exc.active, max_sessions=exc.maximum
             ) from exc

@@ -170,8 +170,21 @@ class SessionStore(ABC):
     async def reap(self) -> int:
         """Free the sessions idle for longer than the time-to-live; return how many."""
 
+    async def ensure_room(self) -> None:
+        """Raise ``CapacityError`` now if the store is full (after reaping), before costly work.
+
+        ``open`` still enforces the limit atomically; this only avoids building an episode that
+        would be refused anyway.
+        """
+        active = await self.count()
+        if active >= self.max_sessions:
+            await self.reap()
+            active = await self.count()
+            if active >= self.max_sessions:
+                raise CapacityError(active, self.max_sessions)
+
     def describe(self) -> dict[str, Any]:
-        """Settings reported by ``/health`` and ``/stats``."""
+        """Settings reported by ``/health``."""
         return {"store": self.name, "max_sessions": self.max_sessions, "ttl_s": self.ttl_s}
 
     name = "abstract"
