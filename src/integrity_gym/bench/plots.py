@@ -130,7 +130,12 @@ def radar(runs: Sequence[RunData], path: Path) -> Path | None:
         ax.set_ylim(0, 1)
         ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["", "0.5", "", "1"], fontsize=7)
         ax.set_title(env, pad=18)
-    axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.05, 1.1))
+    # One legend for the figure: a run may appear in some environments only.
+    handles: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    axes[-1].legend(handles.values(), handles.keys(), fontsize=8, loc="upper left", bbox_to_anchor=(1.05, 1.1))
     fig.subplots_adjust(wspace=0.55)
     return _save(fig, path)
 
@@ -225,7 +230,9 @@ def reliability(runs: Sequence[RunData], path: Path, bins: int = 10) -> Path | N
     fig, ax = plt.subplots(figsize=(5.2, 5.0))
     ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfect calibration")
     edges = np.linspace(0, 1, bins + 1)
-    for (run, rows), color in zip(data, _colors(len(data)), strict=True):
+    palette = _colors(len(runs))
+    for run, rows in data:
+        color = palette[list(runs).index(run)]
         conf = np.array([b["confidence"] for b in rows])
         correct = np.array([b["correct"] for b in rows])
         which = np.clip(np.digitize(conf, edges[1:-1]), 0, bins - 1)
@@ -265,7 +272,9 @@ def risk_coverage(runs: Sequence[RunData], path: Path) -> Path | None:
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5.6, 4.4))
-    for (run, rows), color in zip(data, _colors(len(data)), strict=True):
+    palette = _colors(len(runs))
+    for run, rows in data:
+        color = palette[list(runs).index(run)]
         answered = np.array([b["answered"] >= 0.5 for b in rows])
         if answered.any():
             cov, risk = _risk_coverage(np.array([b["confidence"] for b in rows]),
