@@ -15,6 +15,7 @@ import integrity_gym
 from integrity_gym.agents import make_agent
 from integrity_gym.core import EpisodeFinishedError, check_env
 from integrity_gym.core.checker import FORBIDDEN_OBSERVATION_KEYS
+from integrity_gym.core.types import Grade
 
 TASK_IDS = [spec.id for spec in integrity_gym.list_tasks()]
 ENVS = sorted({spec.env for spec in integrity_gym.list_tasks()})
@@ -22,7 +23,13 @@ GOLDEN = Path(__file__).parent / "golden"
 
 
 def play(task_id: str, agent_name: str, seed: int) -> tuple[float, list[str]]:
-    """Play one episode; return the grade and the JSON of everything the agent saw."""
+    """Play one episode; return the score and the JSON of everything the agent saw."""
+    grade, seen = play_graded(task_id, agent_name, seed)
+    return grade.score, seen
+
+
+def play_graded(task_id: str, agent_name: str, seed: int) -> tuple[Grade, list[str]]:
+    """Play one episode; return its grade and the JSON of everything the agent saw."""
     env = integrity_gym.make(task_id)
     agent = make_agent(agent_name, env, seed=seed)
     obs = env.reset(seed=seed)
@@ -31,7 +38,7 @@ def play(task_id: str, agent_name: str, seed: int) -> tuple[float, list[str]]:
         result = env.step(agent.act(obs))
         obs = result.observation
         seen.append(result.model_dump_json())
-    return env.grade().score, seen
+    return env.grade(), seen
 
 
 def test_there_are_tasks() -> None:
@@ -53,10 +60,16 @@ def test_oracle_reaches_full_grade(task_id: str) -> None:
 @pytest.mark.parametrize("task_id", TASK_IDS)
 @pytest.mark.parametrize("agent_name", ["noop", "random"])
 def test_trivial_agents_stay_far_below_threshold(task_id: str, agent_name: str) -> None:
+    # Far below means both: a mean score clearly under the threshold, and rare successes. (A
+    # task may guarantee a floor payoff — selective verification pays 0.8 for abstaining — so
+    # the mean alone cannot be far below everywhere; and a random answer to a one-step task is
+    # confidently right about one time in five, so successes are bounded, not forbidden.)
     threshold = integrity_gym.get_spec(task_id).success_threshold
-    scores = [play(task_id, agent_name, seed)[0] for seed in range(8)]
-    mean = sum(scores) / len(scores)
-    assert mean < 0.75 * threshold, f"{agent_name} averages {mean:.3f} against threshold {threshold}"
+    grades = [play_graded(task_id, agent_name, seed)[0] for seed in range(30)]
+    mean = sum(g.score for g in grades) / len(grades)
+    successes = sum(g.success for g in grades)
+    assert mean < threshold - 0.05, f"{agent_name} averages {mean:.3f} against threshold {threshold}"
+    assert successes <= len(grades) // 3, f"{agent_name} succeeded in {successes} of {len(grades)} episodes"
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)

@@ -51,7 +51,7 @@ def test_raw_text_is_parsed_and_repair_recorded() -> None:
     assert metrics["confidence_sum"] == 0.9 and metrics["brier_sum"] == pytest.approx(0.01)
     grade = env.grade()
     assert grade.breakdown["needed_repair"] == 1.0 and grade.breakdown["correct"] == 1.0
-    assert grade.score == pytest.approx((0.99 - 0.8) / 0.2)
+    assert grade.score == pytest.approx(0.99) and grade.success  # the grade is the proper reward
 
 
 def test_malformed_answer_pays_zero_and_ends_the_episode() -> None:
@@ -74,12 +74,13 @@ def test_structured_answer_without_confidence_is_malformed() -> None:
     assert result.done and result.reward == 0.0 and result.info["malformed"]
 
 
-def test_abstain_pays_the_flat_reward_and_grades_zero() -> None:
+def test_abstain_pays_the_flat_reward_and_grades_that_payoff() -> None:
     env = make()
     env.reset(seed=2)
     result = env.step(VerificationAction(verdict="ABSTAIN"))
     assert result.reward == 0.8 and result.info["reward_breakdown"] == {"abstain": 0.8}
-    assert env.grade().score == 0.0 and env.grade().breakdown["abstained"] == 1.0
+    assert env.grade().score == pytest.approx(0.8) and not env.grade().success
+    assert env.grade().breakdown["abstained"] == 1.0
 
 
 def test_log_rule_and_custom_payoff() -> None:

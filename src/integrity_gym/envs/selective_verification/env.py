@@ -402,7 +402,6 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
             abstain_reward=cfg.payoff,
             epsilon=cfg.epsilon,
             q_star=cfg.threshold,
-            success_threshold=self.spec.success_threshold,
             blind_p=blind_prior(cfg).get(item.claim, 0.5),
         )
 

@@ -1,14 +1,11 @@
 """Grading one answer, and summarising many graded answers into dataset metrics.
 
-The episode *reward* is the proper score (or the abstention payoff), and it is what a policy
-should maximise. The *grade* must lie in [0, 1] with abstaining at 0 and a sure, correct answer at
-1, so it is the gain over abstaining, clipped::
-
-    score = clip((reward - abstain_reward) / (1 - abstain_reward), 0, 1)
-
-Because of the clip the grade alone is not a proper score (a wrong answer costs no more than
-abstaining), so ``summarize`` also reports the unclipped ``reward_gain`` of the mean reward,
-which is proper, together with accuracy, coverage, ECE, Brier, AURC and the blind baseline.
+The grade of an episode is its reward: the proper score of the answer, the flat payoff for
+abstaining, or 0 for an unreadable answer. Any other map from reward to grade that is not affine
+(a clip, say) would let an over-confident agent out-score an honest one, so the grade stays the
+reward and keeps the rule's properness. An episode *succeeds* when the answer is correct with a
+confidence of at least ``q*`` — it beat abstaining with room to spare — which under the default
+Brier payoff means a grade of at least ``1 − (1 − q*)² ≈ 0.924``.
 """
 
 from __future__ import annotations
@@ -41,7 +38,6 @@ def grade_answer(
     abstain_reward: float,
     epsilon: float,
     q_star: float,
-    success_threshold: float,
     blind_p: float,
 ) -> Grade:
     """Grade an episode from its item, the answer (``None``: not answered yet) and the blind prior."""
@@ -51,8 +47,7 @@ def grade_answer(
     answered = verdict in ("SUPPORTED", "REFUTED")
     conf = answer.confidence if (answer and answered and answer.confidence is not None) else 0.0
     correct = answered and (verdict == "SUPPORTED") == item.label
-    gain = (reward - a) / (1.0 - a)
-    value = min(1.0, max(0.0, gain))
+    success_at = score(rule, q_star, True, epsilon)  # reward of a correct answer held at q*
     blind_verdict, blind_conf = blind_policy(blind_p, q_star)
     if blind_verdict == "ABSTAIN":
         blind_reward = a
@@ -85,7 +80,7 @@ def grade_answer(
         breakdown["true_probability"] = tp
         breakdown["expected_reward"] = expected
         breakdown["optimal_expected_reward"] = max(a, honest_value(rule, tp, epsilon))
-    return Grade(score=value, success=value >= success_threshold, threshold=success_threshold, breakdown=breakdown)
+    return Grade(score=reward, success=reward >= success_at, threshold=success_at, breakdown=breakdown)
 
 
 def _mean(values: Sequence[float]) -> float | None:

@@ -3,9 +3,10 @@
 from integrity_gym.core.registry import TaskSpec
 
 _ENTRY = "integrity_gym.envs.selective_verification.env:SelectiveVerificationEnv"
-#: An episode succeeds when its answer beats abstaining by 70% of the possible gain: under the
-#: default Brier payoff, a correct verdict held with confidence 0.755 or more (q* is 0.724).
-_THRESHOLD = 0.7
+#: An episode succeeds when its verdict is correct with confidence at least q*: under the default
+#: Brier payoff (a = 0.8, q* = 0.7236) a grade of at least 1 - (1 - q*)^2 = 0.9236. The grade
+#: computes the exact value for the configured rule and payoff.
+_THRESHOLD = 0.9236
 
 
 def _task(name: str, tier: str, description: str, **config: object) -> TaskSpec:
