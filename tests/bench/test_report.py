@@ -43,7 +43,7 @@ def test_the_html_report_is_self_contained_with_every_figure(runs: list[Path], t
         assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "src='http" not in text and "<link" not in text  # nothing fetched from elsewhere
     # One table per run, side by side in the page, with thresholds, and the replay command.
-    assert text.count("<table>") == 3
+    assert text.count("<table>") == 4 and "<h2>Side by side</h2>" in text
     for run in loaded:
         assert run.run_id in text and "Reproduce: <code>igym bench" in text
     assert "run-to-run" in text  # two heuristic runs of the same tasks

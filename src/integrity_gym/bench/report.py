@@ -194,6 +194,26 @@ def _run_table(run: RunData) -> str:
     )
 
 
+def _comparison_table(runs: Sequence[RunData]) -> str:
+    """Tasks down, runs across: mean grade ± sd, green when it reaches the threshold."""
+    label_runs(runs)
+    head = "<tr><th>task</th><th>threshold</th>" + "".join(f"<th>{html.escape(r.display)}</th>" for r in runs) + "</tr>"
+    rows = []
+    for task_id in plots.task_order(runs):
+        threshold = next((t for r in runs if (t := r.threshold(task_id)) is not None), None)
+        cells = []
+        for run in runs:
+            s = run.summary.get("tasks", {}).get(task_id)
+            if not s or s.get("mean_score") is None:
+                cells.append("<td>–</td>")
+                continue
+            ok = threshold is not None and s["mean_score"] >= threshold
+            cells.append(f"<td><b class='{'ok' if ok else 'no'}'>{s['mean_score']:.3f}</b> ± {_f(s.get('std_score'))}"
+                         f" <small>n={s['episodes']}</small></td>")  # fmt: skip
+        rows.append(f"<tr><td>{html.escape(task_id)}</td><td>{_f(threshold, '.2f')}</td>{''.join(cells)}</tr>")
+    return f"<h2>Side by side</h2><table>{head}{''.join(rows)}</table>"
+
+
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
 table{border-collapse:collapse;margin:.5em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 7px;
 text-align:left;vertical-align:top}th{background:#f3f3f3}.ok{color:#17803d}.no{color:#b42318}
@@ -221,6 +241,8 @@ def write_report(
     ]
     if note:
         parts.append(f"<p>{html.escape(note)}</p>")
+    if len(runs) > 1:
+        parts.append(_comparison_table(runs))
     parts.append("<h2>Runs</h2>")
     parts += [_run_table(run) for run in runs]
     for key, heading, caption in FIGURES:
