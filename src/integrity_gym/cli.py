@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -268,8 +269,15 @@ def serve(
     max_sessions: Annotated[int, typer.Option(min=1, help="Most sessions open at once.")] = 1024,
     session_ttl: Annotated[float, typer.Option(min=0.01, help="Idle seconds before a session is reaped.")] = 600.0,
     tasks: Annotated[str, typer.Option(help="Glob over task ids to serve.")] = "*",
+    corpus: Annotated[
+        Path | None, typer.Option(help="Folder of *.jsonl documents that POST /information_integrity/collect searches.")
+    ] = None,
 ) -> None:
     """Serve every environment over OpenEnv's WebSocket protocol and stateful HTTP (docs at /docs)."""
+    if corpus is not None:
+        if not corpus.is_dir():
+            raise _fail(f"--corpus {corpus} is not a folder")
+        os.environ["IGYM_CORPUS_DIR"] = str(corpus.resolve())  # read by the collect hook, in every worker
     try:
         from integrity_gym.server.app import ServerConfig
         from integrity_gym.server.app import serve as run_server

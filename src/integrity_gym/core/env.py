@@ -57,6 +57,9 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
     env_name: ClassVar[str]
     #: One paragraph shown by ``igym play``: the actions and how to type them.
     action_help: ClassVar[str] = "Type an action as a JSON object."
+    #: Reset options that read the local file system. A server refuses them from clients (a
+    #: remote user sends the content itself instead).
+    local_only_options: ClassVar[frozenset[str]] = frozenset()
     #: True when an unreadable action is the agent's final answer (recorded as malformed and
     #: paid, ending the episode) rather than a rejected step; ``check_env`` allows for it.
     malformed_action_ends_episode: ClassVar[bool] = False

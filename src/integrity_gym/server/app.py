@@ -189,6 +189,14 @@ class EnvService:
 
     def reset(self, env: AnyEnv, request: ResetRequest) -> Any:
         """Reset ``env``; an env-level ``ValueError``/``KeyError`` is the client's mistake (422)."""
+        refused = sorted(set(request.options or {}) & env.local_only_options)
+        if refused:
+            raise ApiError(
+                422,
+                "VALIDATION_ERROR",
+                f"reset refused: option(s) {refused} read files on the server and are not accepted "
+                "remotely; send the content itself (e.g. options.scenario)",
+            )
         try:
             return env.reset(seed=request.seed, scenario_id=request.scenario_id, options=request.options)
         except (ValueError, KeyError, TypeError) as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import random
 import re
 import secrets
@@ -28,6 +29,7 @@ from integrity_gym.envs.information_integrity.models import (
     VERDICTS,
     ClaimView,
     Difficulty,
+    Harm,
     HistoryEntry,
     IntegrityAction,
     IntegrityObservation,
@@ -97,6 +99,7 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
     """
 
     env_name = "information_integrity"
+    local_only_options = frozenset({"scenario_file"})
     action_type = IntegrityAction
     observation_type = IntegrityObservation
     state_type = IntegrityState
@@ -464,6 +467,44 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
     def summarize(cls, grades: Sequence[Grade]) -> dict[str, float | None]:
         """Decision accuracy, premature rate, success rate and mean dimensions."""
         return summarize(grades)
+
+    @classmethod
+    def collect(cls, payload: Mapping[str, Any]) -> Scenario:
+        """Build a scenario draft for a claim from the corpus named by ``IGYM_CORPUS_DIR``.
+
+        Serves ``POST /information_integrity/collect``: the client sends only the claim (and the
+        number of sources and harm level); the corpus is the server's own, configured with
+        ``igym serve --corpus DIR``. Raises ``ValueError`` for a bad request or a missing corpus.
+        """
+        from integrity_gym.envs.information_integrity.collector import DataCollector, LocalCorpusBackend
+
+        try:
+            request = CollectRequest.model_validate(dict(payload))
+        except ValidationError as exc:
+            raise ValueError(describe_validation_error(exc)) from exc
+        corpus = os.environ.get(CORPUS_ENV_VAR)
+        if not corpus:
+            raise ValueError(
+                f"this server has no corpus to search: start it with `igym serve --corpus DIR` "
+                f"(or set {CORPUS_ENV_VAR})"
+            )
+        backend = LocalCorpusBackend(corpus)
+        try:
+            return DataCollector(backend).build_scenario(request.claim, limit=request.limit, harm=request.harm)
+        finally:
+            backend.close()
+
+
+#: Environment variable naming the server-side corpus folder of ``collect``.
+CORPUS_ENV_VAR = "IGYM_CORPUS_DIR"
+
+
+class CollectRequest(WireModel):
+    """Body of a collect request."""
+
+    claim: str = Field(min_length=1, max_length=2000, description="The claim to research.")
+    limit: int = Field(6, ge=2, le=50, description="Sources to retrieve.")
+    harm: Harm = Field("medium", description="Harm level of the topic: low, medium or high.")
 
 
 def _parse_text_action(text: str) -> dict[str, Any] | str:
