@@ -13,6 +13,7 @@ import datetime as dt
 from typing import Any
 
 from integrity_gym.core.registry import TaskSpec
+from integrity_gym.envs.information_integrity import rules
 from integrity_gym.envs.information_integrity.models import (
     DECISIONS,
     IntegrityAction,
@@ -82,20 +83,20 @@ class HeuristicAgent:
             usable = [s for s in obs.available_sources if s.claim_id == claim.id and self._usable(s, review)]
             sided = [s for s in usable if s.stance in _SIGN and s.reliability is not None]
             status, backing = self._status(claim.verification_status, sided)
-            per_claim.append((claim.id, status, _policy(status, harm), backing))
+            per_claim.append((claim.id, status, rules.decision_for(status, harm), backing))  # published policy
         decision = max((d for _, _, d, _ in per_claim), key=DECISIONS.index)
         statements: list[str] = []
-        for claim_id, status, calls_for, backing in per_claim:
+        for claim_id, claim_status, calls_for, backing in per_claim:
             if calls_for != decision:
                 continue
-            statements.append(f"{claim_id} is {status}")
+            statements.append(f"{claim_id} is {claim_status}")
             statements.extend(f"{s.id} {s.stance} {claim_id}" for s in backing)
-            if status in ("false", "unsupported"):
+            if claim_status in ("false", "unsupported"):
                 statements.append(f"harm is {harm}")
         return decision, ". ".join(dict.fromkeys(statements)) + "."
 
     @staticmethod
-    def _status(verdict: str, sided: list[SourceView]) -> tuple[str, list[SourceView]]:
+    def _status(verdict: str, sided: list[SourceView]) -> tuple[rules.Status, list[SourceView]]:
         weights = [(s, float(s.reliability or 0.0), _SIGN[str(s.stance)]) for s in sided]
         total = sum(w for _, w, _ in weights)
         balance = sum(w * sign for _, w, sign in weights) / total if total else 0.0
@@ -116,14 +117,3 @@ class HeuristicAgent:
         if balance <= -0.5:
             return "false", refuting
         return "unsupported", [s for s, _, _ in weights]
-
-
-def _policy(status: str, harm: str) -> str:
-    """The published moderation policy (environment README), status x harm -> decision."""
-    if status == "false":
-        return "flag" if harm == "low" else "remove"
-    if status in ("misleading", "contested"):
-        return "flag"
-    if status == "unsupported":
-        return "flag" if harm == "high" else "allow"
-    return "allow"
