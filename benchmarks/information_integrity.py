@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import integrity_gym
+import timing
 from integrity_gym.agents import make_agent
 from integrity_gym.envs.information_integrity.collector import (
     DataCollector,
@@ -33,12 +34,7 @@ QUERIES = 50
 
 
 def median_seconds(fn: Callable[[], Any], repeats: int = REPEATS) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return timing.median_seconds(fn, repeats)
 
 
 def episodes(task_id: str, agent_name: str, n: int) -> None:

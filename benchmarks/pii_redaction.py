@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import integrity_gym
+import timing
 from integrity_gym.agents import make_agent
 from integrity_gym.core.spans import iou
 from integrity_gym.envs.pii_redaction.env import PiiRedactionEnv
@@ -25,12 +26,7 @@ REPEATS = 5
 
 
 def median_seconds(fn: Callable[[], Any], repeats: int = REPEATS) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return timing.median_seconds(fn, repeats)
 
 
 def big_document(n: int) -> Document:

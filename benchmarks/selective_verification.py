@@ -10,13 +10,12 @@ tie orders is timed for comparison with the closed form.
 from __future__ import annotations
 
 import json
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+import timing
 from integrity_gym.envs.selective_verification.generator import GeneratedSource, png_bytes
 from integrity_gym.envs.selective_verification.metrics import Selective, aurc, smooth_ece
 from integrity_gym.envs.selective_verification.scenes import render
@@ -26,12 +25,7 @@ REPEATS = 3
 
 
 def median_seconds(fn: Callable[[], Any], repeats: int = REPEATS) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return timing.median_seconds(fn, repeats)
 
 
 def generation(difficulty: str, n: int = 40) -> dict[str, float]:
