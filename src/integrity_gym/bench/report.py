@@ -133,17 +133,41 @@ def parse_trace_choices(values: Sequence[str]) -> dict[str, int]:
     return out
 
 
+def merge_by_label(runs: Sequence[RunData]) -> list[RunData]:
+    """One pooled run per agent/model: its runs' tasks and episodes together (figures compare models)."""
+    merged: dict[str, RunData] = {}
+    for run in runs:
+        into = merged.get(run.label)
+        if into is None:
+            summary = {**run.summary, "tasks": dict(run.summary.get("tasks", {}))}
+            config = {**run.config, "tasks": list(run.config.get("tasks", []))}
+            into = RunData(run.path, summary, config, list(run.records), run.label)
+            merged[run.label] = into
+            continue
+        for task_id in run.tasks:
+            into.summary["tasks"].setdefault(task_id, run.summary["tasks"][task_id])
+        known = {t.get("id") for t in into.config["tasks"]}
+        into.config["tasks"] += [t for t in run.config.get("tasks", []) if t.get("id") not in known]
+        into.records += run.records
+    return list(merged.values())
+
+
 def draw_figures(runs: Sequence[RunData], out_dir: Path, chosen: dict[str, int] | None = None) -> dict[str, Path]:
-    """Draw every figure the runs support into ``out_dir``; return {figure key: PNG path}."""
+    """Draw every figure the runs support into ``out_dir``; return {figure key: PNG path}.
+
+    Runs of the same agent/model are pooled into one colour, except in the variance figure,
+    which compares them.
+    """
     label_runs(runs)
+    models = merge_by_label(runs)
     out: dict[str, Path | None] = {
-        "grades": plots.grades_by_task(runs, out_dir / "grades.png"),
-        "radar": plots.radar(runs, out_dir / "radar.png"),
-        "traces": plots.reward_traces(runs, out_dir / "traces.png", chosen),
+        "grades": plots.grades_by_task(models, out_dir / "grades.png"),
+        "radar": plots.radar(models, out_dir / "radar.png"),
+        "traces": plots.reward_traces(models, out_dir / "traces.png", chosen),
     }
     out["variance"], _ = plots.mean_vs_variance(runs, out_dir / "variance.png")
-    out["reliability"] = plots.reliability(runs, out_dir / "reliability.png")
-    out["risk_coverage"] = plots.risk_coverage(runs, out_dir / "risk_coverage.png")
+    out["reliability"] = plots.reliability(models, out_dir / "reliability.png")
+    out["risk_coverage"] = plots.risk_coverage(models, out_dir / "risk_coverage.png")
     return {k: v for k, v in out.items() if v is not None}
 
 
