@@ -48,7 +48,7 @@ results: $(DEV)
 		--seed $(SEED) --concurrency 2 --echo none --out outputs/results/smollm2-selective
 	$(BIN)/igym report outputs/results/heuristic outputs/results/smollm2 outputs/results/smollm2-selective \
 		--title 'integrity-gym results' --note '$(RESULTS_NOTE)' --out outputs/results/report \
-		--markdown docs/results.md --assets docs/results
+		--markdown docs/results.md --assets docs/results --readme README.md
 
 lint: $(DEV)
 	$(BIN)/ruff check src tests benchmarks

@@ -174,6 +174,9 @@ def report(
         Path | None, typer.Option(help="Also write a Markdown results section here (e.g. docs/results.md).")
     ] = None,
     assets: Annotated[Path | None, typer.Option(help="PNG folder of --markdown (default: beside it).")] = None,
+    readme: Annotated[
+        Path | None, typer.Option(help="With --markdown: also fill this README's results:start/end block.")
+    ] = None,
     note: Annotated[str | None, typer.Option(help="A paragraph shown under the title.")] = None,
 ) -> None:
     """Write a self-contained HTML report with plots (and PNGs) for one or more benchmark runs."""
@@ -186,7 +189,8 @@ def report(
         console.print(f"wrote {page} and its PNGs in {out}/")
         if markdown is not None:
             folder = assets or markdown.parent / markdown.stem
-            console.print(f"wrote {write_markdown(loaded, markdown, folder, chosen, note)} (figures in {folder}/)")
+            written = write_markdown(loaded, markdown, folder, chosen, note, readme)
+            console.print(f"wrote {written} (figures in {folder}/)" + (f" and {readme}" if readme else ""))
     except (ValueError, ImportError) as exc:
         raise _fail(str(exc)) from exc
 
