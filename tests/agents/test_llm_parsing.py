@@ -4,7 +4,7 @@ import pytest
 
 from integrity_gym import make
 from integrity_gym.agents.prompts import ActionReadError, GenericAdapter, get_adapter
-from integrity_gym.agents.prompts.repair import ReplyParseError, first_object, lower_keys, parse_reply
+from integrity_gym.core.replies import ReplyParseError, first_object, lower_keys, parse_reply
 
 
 @pytest.mark.parametrize(

@@ -21,8 +21,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from integrity_gym.agents.prompts import ActionReadError, PromptAdapter, get_adapter
-from integrity_gym.agents.prompts.repair import ReplyParseError, lower_keys, parse_reply
 from integrity_gym.core.env import describe_validation_error
+from integrity_gym.core.replies import ReplyParseError, lower_keys, parse_reply
 
 ResponseFormat = Literal["auto", "json_schema", "json_object", "none"]
 _FORMAT_LADDER: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "none")

@@ -10,11 +10,11 @@ than the lowest answer reward.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from integrity_gym.core.replies import ReplyParseError, parse_reply
 from integrity_gym.envs.selective_verification.models import VERDICTS
 
 _VERDICT_FORMS = {
@@ -22,9 +22,6 @@ _VERDICT_FORMS = {
     "REFUTED": "REFUTED", "REFUTES": "REFUTED", "REFUTE": "REFUTED",
     "ABSTAIN": "ABSTAIN", "ABSTAINS": "ABSTAIN", "ABSTAINED": "ABSTAIN",
 }  # fmt: skip
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S | re.I)
-_KEY = re.compile(r"([{,]\s*)([A-Za-z_][A-Za-z0-9_]*)\s*:")
-_TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _LOOSE_VERDICT = re.compile(r"verdict\W{0,4}([A-Za-z]+)", re.I)
 _LOOSE_CONF = re.compile(r"confidence\W{0,4}(-?[0-9]*\.?[0-9]+)\s*(%?)", re.I)
 
@@ -40,35 +37,6 @@ class ParsedAnswer:
     verdict: str
     confidence: float | None
     needed_repair: bool
-
-
-def _first_object(text: str) -> str | None:
-    start = text.find("{")
-    if start < 0:
-        return None
-    depth = 0
-    in_string: str | None = None
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_string:
-            if ch == in_string and text[i - 1] != "\\":
-                in_string = None
-        elif ch in "\"'":
-            in_string = ch
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start : i + 1]
-    return None
-
-
-def _loads(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return None
 
 
 def _confidence(value: Any) -> tuple[float | None, bool]:
@@ -118,19 +86,13 @@ def from_mapping(data: Any, repaired: bool = False) -> ParsedAnswer:
 
 def parse_answer(text: str) -> ParsedAnswer:
     """Parse a model's raw answer text; raise ``AnswerParseError`` saying why it is unreadable."""
+    try:
+        data, repaired = parse_reply(text)
+    except ReplyParseError:
+        pass
+    else:
+        return from_mapping(data, repaired=repaired)
     stripped = text.strip()
-    data = _loads(stripped)
-    if isinstance(data, dict):
-        return from_mapping(data)
-    candidates = [m.group(1) for m in _FENCE.finditer(stripped)] + [stripped]
-    for candidate in candidates:
-        obj = _first_object(candidate)
-        if obj is None:
-            continue
-        for fixed in (obj, _repair(obj)):
-            data = _loads(fixed)
-            if isinstance(data, dict):
-                return from_mapping(data, repaired=True)
     verdict = _LOOSE_VERDICT.search(stripped)
     if verdict and verdict.group(1).upper() in _VERDICT_FORMS:
         conf = _LOOSE_CONF.search(stripped)
@@ -139,11 +101,3 @@ def parse_answer(text: str) -> ParsedAnswer:
             mapping["confidence"] = conf.group(1) + conf.group(2)
         return from_mapping(mapping, repaired=True)
     raise AnswerParseError('the answer is not a JSON object like {"verdict": "SUPPORTED", "confidence": 0.9}')
-
-
-def _repair(obj: str) -> str:
-    """Apply the near-JSON repairs: quotes, unquoted keys, trailing commas, Python literals."""
-    fixed = obj.replace("'", '"')
-    fixed = _KEY.sub(r'\1"\2":', fixed)
-    fixed = _TRAILING_COMMA.sub(r"\1", fixed)
-    return fixed.replace(": None", ": null").replace(":None", ":null")

@@ -1,9 +1,10 @@
 """Reading a JSON object out of a model's reply, repairing the usual near-misses.
 
-Strict JSON first. Otherwise, in order: the object inside a code fence or surrounded by prose,
-then repairs of that object — single quotes, unquoted keys, trailing commas, Python literals
-(True/False/None), a missing closing brace. Keys are matched case-insensitively by the caller.
-Whether a repair was needed is reported, so a run can count replies that only parsed after one.
+Shared by the llm agent and by environments that accept raw model text. Strict JSON first.
+Otherwise, in order: the object inside a code fence or surrounded by prose, then repairs of that
+object — single quotes, unquoted keys, trailing commas, Python literals (True/False/None), a
+missing closing brace. Keys are matched case-insensitively by the caller. Whether a repair was
+needed is reported, so a run can count replies that only parsed after one.
 """
 
 from __future__ import annotations
