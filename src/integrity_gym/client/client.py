@@ -46,6 +46,23 @@ Transport = Literal["ws", "http"]
 _FATAL_CODES = frozenset({"CAPACITY_REACHED", "SESSION_ERROR"})
 
 
+def _transport_failure(
+    exc: httpx.TransportError, client: Any, path: str, *, retry: bool, last: bool
+) -> Exception | None:
+    """``None`` to send the request again, else the error to raise for a failed HTTP request.
+
+    A refused connection never reached the server, so resending it is always safe; other
+    failures are retried only for requests that are safe to repeat (``retry``).
+    """
+    if isinstance(exc, httpx.ConnectError):
+        return None if not last else ConnectionError(f"cannot reach {client.base_url}: {exc}")
+    if retry and not last:
+        return None
+    if isinstance(exc, httpx.TimeoutException):
+        return TimeoutError(f"no reply from {client.base_url}{path} within {client.timeout}s")
+    return ConnectionError(f"request to {client.base_url}{path} failed: {exc}")
+
+
 class _Base:
     """What both clients share: the task, its typed models, headers and the last observation."""
 
@@ -225,18 +242,10 @@ class RemoteEnv(_Base):
             try:
                 response = client.request(method, self.base_url + path, content=content, headers=headers)
                 break
-            except httpx.ConnectError as exc:  # never reached the server: always safe to resend
-                if attempt + 1 < attempts:
-                    continue
-                raise ConnectionError(f"cannot reach {self.base_url}: {exc}") from exc
-            except httpx.TimeoutException as exc:
-                if retry and attempt + 1 < attempts:
-                    continue
-                raise TimeoutError(f"no reply from {self.base_url}{path} within {self.timeout}s") from exc
             except httpx.TransportError as exc:
-                if retry and attempt + 1 < attempts:
-                    continue
-                raise ConnectionError(f"request to {self.base_url}{path} failed: {exc}") from exc
+                error = _transport_failure(exc, self, path, retry=retry, last=attempt + 1 == attempts)
+                if error is not None:
+                    raise error from exc
         if response.status_code >= 400:
             raise http_error(response.status_code, response.content)
         return response.json()
@@ -398,18 +407,10 @@ class AsyncRemoteEnv(_Base):
             try:
                 response = await client.request(method, self.base_url + path, content=content, headers=headers)
                 break
-            except httpx.ConnectError as exc:
-                if attempt + 1 < attempts:
-                    continue
-                raise ConnectionError(f"cannot reach {self.base_url}: {exc}") from exc
-            except httpx.TimeoutException as exc:
-                if retry and attempt + 1 < attempts:
-                    continue
-                raise TimeoutError(f"no reply from {self.base_url}{path} within {self.timeout}s") from exc
             except httpx.TransportError as exc:
-                if retry and attempt + 1 < attempts:
-                    continue
-                raise ConnectionError(f"request to {self.base_url}{path} failed: {exc}") from exc
+                error = _transport_failure(exc, self, path, retry=retry, last=attempt + 1 == attempts)
+                if error is not None:
+                    raise error from exc
         if response.status_code >= 400:
             raise http_error(response.status_code, response.content)
         return response.json()
