@@ -19,6 +19,8 @@ from integrity_gym.core.spans import SpanUnion, StaticCoverage, iou
 from integrity_gym.core.types import Grade, StepResult, WireModel
 from integrity_gym.envs.pii_redaction import reward as rw
 from integrity_gym.envs.pii_redaction import window
+from integrity_gym.envs.pii_redaction.data import load_gold
+from integrity_gym.envs.pii_redaction.generator import GENERATOR_VERSION, document_id, generate_document
 from integrity_gym.envs.pii_redaction.grader import grade_redactions
 from integrity_gym.envs.pii_redaction.matching import IncrementalMatcher
 from integrity_gym.envs.pii_redaction.models import (
@@ -106,9 +108,6 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
     def _pick_document(self, seed: int, scenario_id: str | int | None, custom: Any) -> Document:
         if custom is not None:
             return custom if isinstance(custom, Document) else Document.model_validate(custom)
-        from integrity_gym.envs.pii_redaction.data import load_gold
-        from integrity_gym.envs.pii_redaction.generator import generate_document
-
         kind = self.config.kind
         if isinstance(scenario_id, int) or (self.config.source == "gold" and scenario_id is None):
             gold = load_gold(kind)
@@ -125,9 +124,6 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _document_by_id(self, kind: Kind, doc_id: str) -> Document:
-        from integrity_gym.envs.pii_redaction.data import load_gold
-        from integrity_gym.envs.pii_redaction.generator import GENERATOR_VERSION, generate_document
-
         for doc in load_gold(kind):
             if doc.id == doc_id:
                 return doc
@@ -407,13 +403,6 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
         ]
         document = state.document.model_copy(update={"entities": tuple(kept)})
         return state.model_copy(update={"document": Document.model_validate(document.model_dump())})
-
-
-def document_id(kind: str, seed: int, index: int) -> str:
-    """Id of the generated document ``(kind, seed, index)``; also its partition key."""
-    from integrity_gym.envs.pii_redaction.generator import GENERATOR_VERSION
-
-    return f"{kind}-g{GENERATOR_VERSION}-s{seed}-i{index}"
 
 
 def _parse_text_action(text: str) -> dict[str, Any]:
