@@ -86,19 +86,6 @@ class BenchConfig(BaseModel):
 
 
 @dataclass
-class EpisodeResult:
-    """One finished episode (the foundation's shape; ``run_episode`` returns it)."""
-
-    task_id: str
-    seed: int
-    score: float
-    success: bool
-    total_return: float
-    steps: int
-    breakdown: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass
 class TaskSummary:
     """Aggregates over one task's episodes (failed episodes are counted apart, not averaged)."""
 
@@ -239,18 +226,6 @@ def play_episode(
     return record
 
 
-def run_episode(spec: TaskSpec, agent_name: str, seed: int, **config: Any) -> tuple[EpisodeResult, Grade]:
-    """Play one in-process episode of ``spec`` with agent ``agent_name`` (the foundation's API)."""
-    bench = BenchConfig.build(agent=agent_name, partition=None, env_config=config, keep_observations=False)
-    record = play_episode(spec, bench, 0, seed)
-    if record["error"]:
-        raise RuntimeError(f"episode of {spec.id} (seed {seed}) failed: {record['error']}")
-    grade = Grade.model_validate(record["grade"])
-    episode = EpisodeResult(spec.id, seed, grade.score, grade.success, record["total_return"], record["steps"],
-                            dict(grade.breakdown))  # fmt: skip
-    return episode, grade
-
-
 # ---------------------------------------------------------------------- aggregation
 def _mean(values: Sequence[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
@@ -295,16 +270,6 @@ def summarize_records(spec: TaskSpec, records: Sequence[Mapping[str, Any]]) -> T
         mean_completion_tokens=usage_mean("completion_tokens"),
         mean_latency_s=usage_mean("latency_s"),
     )
-
-
-def summarize(spec: TaskSpec, episodes: Sequence[EpisodeResult], grades: Sequence[Grade]) -> TaskSummary:
-    """Aggregate foundation-style results (kept for callers of the first API)."""
-    records = [
-        {"score": e.score, "success": e.success, "total_return": e.total_return, "steps": e.steps,
-         "grade": g.model_dump(mode="json"), "usage": {}}
-        for e, g in zip(episodes, grades, strict=True)
-    ]  # fmt: skip
-    return summarize_records(spec, records)
 
 
 TIER_ORDER = ("easy", "medium", "hard")
@@ -616,7 +581,6 @@ def _version() -> str:
 
 __all__ = [
     "BenchConfig",
-    "EpisodeResult",
     "RunInterrupted",
     "RunResult",
     "TaskSummary",
@@ -624,8 +588,6 @@ __all__ = [
     "get_spec",
     "play_episode",
     "run_bench",
-    "run_episode",
-    "summarize",
     "summarize_records",
     "tier_separation",
     "tier_table",

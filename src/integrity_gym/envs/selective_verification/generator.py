@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
-import numpy as np
-
 from integrity_gym.core.seeding import make_rng, partition_of, stable_id
 from integrity_gym.envs.selective_verification.glyphs import CATEGORIES
 from integrity_gym.envs.selective_verification.models import DIFFICULTIES, Difficulty, Item
@@ -284,8 +282,3 @@ def label_rate_by_claim(labels: list[tuple[str, bool]]) -> dict[str, float]:
         c[0] += int(label)
         c[1] += 1
     return {claim: (k + 1) / (n + 2) for claim, (k, n) in counts.items()}
-
-
-def class_balance(source: GeneratedSource, n: int) -> float:
-    """Return the share of true claims among the first ``n`` items (a sanity figure)."""
-    return float(np.mean([d.label for d in source.drafts(n)])) if n else float("nan")

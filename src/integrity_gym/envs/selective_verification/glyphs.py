@@ -19,7 +19,6 @@ import sys
 from functools import cache
 from pathlib import Path
 
-import numpy as np
 from PIL import Image
 
 GLYPH_DIR = Path(__file__).parent / "data" / "glyphs"
@@ -113,13 +112,6 @@ def load_glyph(category: str) -> Image.Image:
 
 
 @cache
-def glyph_array(category: str) -> np.ndarray:
-    """Return the glyph as a float32 RGBA array in [0, 1] (cached, read-only)."""
-    arr = np.asarray(load_glyph(category), dtype=np.float32) / 255.0
-    arr.setflags(write=False)
-    return arr
-
-
 def render_glyphs(font_path: str, out_dir: Path = GLYPH_DIR, size: int = GLYPH_SIZE) -> list[Path]:
     """Render every category's emoji from a colour emoji font into tight RGBA PNGs.
 
