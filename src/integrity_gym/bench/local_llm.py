@@ -55,7 +55,7 @@ def free_port() -> int:
 
 def serve(port: int, *, n_ctx: int = 4096, threads: int = 2, parallel: int = 2) -> None:
     """Serve the model on 127.0.0.1:``port`` in this process until SIGTERM/SIGINT."""
-    import xllamacpp  # type: ignore[import-untyped]
+    import xllamacpp
 
     path = model_path()
     if path is None:
