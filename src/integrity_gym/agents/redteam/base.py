@@ -1,0 +1,39 @@
+"""What an attack is and the bar it must stay under; shared by every environment's red team."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from integrity_gym.core.registry import TaskSpec
+
+
+@dataclass(frozen=True)
+class Attack:
+    """A degenerate agent: it tries to score without doing the task.
+
+    ``build(spec, seed)`` returns an object with ``act(observation) -> action``. An attack sees
+    what any agent sees (observations, the public code, the task spec), never the env's state.
+    """
+
+    name: str
+    description: str
+    build: Callable[[TaskSpec, int], Any]
+
+
+@dataclass(frozen=True)
+class Bar:
+    """How far below its task's threshold every attack must stay.
+
+    An attack holds the bar on a task when its mean grade over the episodes is at most
+    ``threshold - margin`` and it succeeds in at most ``max_success_rate`` of them.
+    """
+
+    margin: float
+    why: str
+    max_success_rate: float = 1 / 20
+
+    def limit(self, threshold: float) -> float:
+        """The highest mean grade an attack may reach on a task with this threshold."""
+        return threshold - self.margin
