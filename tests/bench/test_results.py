@@ -53,3 +53,25 @@ def test_a_file_that_is_not_a_results_database_is_a_clear_error(tmp_path: Path) 
         con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(ValueError, match="schema version 99"):
         ResultsDB(other)
+
+
+def test_runs_record_their_data_mode_and_version_1_databases_migrate(tmp_path: Path) -> None:
+    old = tmp_path / "v1.sqlite"
+    with sqlite3.connect(old) as con:  # a database written by schema version 1 (no data_mode column)
+        con.executescript(
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+            "INSERT INTO meta VALUES ('schema_version', '1');"
+            "CREATE TABLE runs (run_id TEXT PRIMARY KEY, created_at TEXT NOT NULL, agent TEXT NOT NULL,"
+            " model TEXT NOT NULL, tasks TEXT NOT NULL, command TEXT NOT NULL, out_dir TEXT NOT NULL,"
+            " config_json TEXT NOT NULL, status TEXT NOT NULL, episodes_done INTEGER NOT NULL DEFAULT 0,"
+            " episodes_failed INTEGER NOT NULL DEFAULT 0, finished_at TEXT);"
+            "INSERT INTO runs (run_id, created_at, agent, model, tasks, command, out_dir, config_json, status)"
+            " VALUES ('old', 't', 'a', 'm', '[]', 'c', 'o', '{}', 'complete');"
+        )
+    with ResultsDB(old) as db:
+        db.start_run("new", created_at="t", agent="a", model="m", tasks=[], command="c", out_dir="o",
+                     config={"data_mode": "secret:0123456789ab"})  # fmt: skip
+        modes = {run["run_id"]: run["data_mode"] for run in db.runs()}
+    assert modes == {"old": "public", "new": "secret:0123456789ab"}
+    with sqlite3.connect(old) as con:
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_DB = Path("outputs/results.sqlite")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -27,6 +27,7 @@ CREATE TABLE IF NOT EXISTS runs (
     command TEXT NOT NULL,
     out_dir TEXT NOT NULL,
     config_json TEXT NOT NULL,
+    data_mode TEXT NOT NULL DEFAULT 'public',
     status TEXT NOT NULL,
     episodes_done INTEGER NOT NULL DEFAULT 0,
     episodes_failed INTEGER NOT NULL DEFAULT 0,
@@ -88,6 +89,10 @@ class ResultsDB:
         if row is None:
             self._db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             self._db.commit()
+        elif int(row[0]) == 1:  # version 2 added runs.data_mode; every earlier run was public
+            with self._db:
+                self._db.execute("ALTER TABLE runs ADD COLUMN data_mode TEXT NOT NULL DEFAULT 'public'")
+                self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
         elif int(row[0]) != SCHEMA_VERSION:
             raise ValueError(f"{self.path} has schema version {row[0]}, this igym writes {SCHEMA_VERSION}")
 
@@ -118,10 +123,10 @@ class ResultsDB:
         with self._db:
             self._db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
             self._db.execute(
-                "INSERT INTO runs (run_id, created_at, agent, model, tasks, command, out_dir, config_json, status)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running')",
+                "INSERT INTO runs (run_id, created_at, agent, model, tasks, command, out_dir, config_json, data_mode,"
+                " status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running')",
                 (run_id, created_at, agent, model, json.dumps(list(tasks)), command, out_dir,
-                 json.dumps(dict(config), sort_keys=True)),
+                 json.dumps(dict(config), sort_keys=True), config.get("data_mode", "public")),
             )  # fmt: skip
 
     def add_episode(self, run_id: str, record: Mapping[str, Any]) -> None:

@@ -36,6 +36,7 @@ from integrity_gym.agents.base import make_agent
 from integrity_gym.bench import logs
 from integrity_gym.core.env import describe_validation_error
 from integrity_gym.core.registry import TaskSpec, get_spec, list_tasks, make
+from integrity_gym.core.seeding import data_mode
 from integrity_gym.core.types import Grade
 
 Partition = Literal["train", "eval", "all"]
@@ -371,6 +372,15 @@ def reproduce_command(config: BenchConfig, specs: Sequence[TaskSpec], env_vars: 
     return " ".join(parts)
 
 
+def run_data_mode(config: BenchConfig) -> str:
+    """How the run's items were derived: ``public``, ``secret:<fingerprint>``, or the server's.
+
+    In-process items follow this process's ``IGYM_EVAL_SECRET``; a server derives its own, and
+    says nothing about it to clients.
+    """
+    return "server (not reported)" if config.server else data_mode()
+
+
 def new_run_id(agent: str, model: str | None) -> str:
     """A sortable, unique run id: UTC time, agent (and model), four random hex digits."""
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
@@ -432,7 +442,7 @@ def run_bench(
         "run_id": run_id, "created_at": created, "bench": bench.model_dump(mode="json"),
         "tasks": [s.model_dump(mode="json") for s in specs], "seeds": seeds, "environment": env_vars,
         "reproduce": replay, "invoked_as": command, "python": platform.python_version(),
-        "igym_version": _version(),
+        "igym_version": _version(), "data_mode": run_data_mode(bench),
     }  # fmt: skip
     (out / "config.json").write_text(json.dumps(resolved, indent=2, sort_keys=True) + "\n")
     db = None

@@ -5,11 +5,21 @@ parts, typically ``(generator version, seed, index)``. The derivation hashes the
 SHA-256, so it is identical in every process and on every platform (unlike ``hash()``, which
 Python salts per process), and any item can be produced directly without generating the ones
 before it.
+
+**Public and secret mode.** By default the derivation is public: anyone with the code and a
+seed can rebuild an item, which makes every published result exactly reproducible. With
+``IGYM_EVAL_SECRET`` set (at least 16 characters), every derivation is keyed by the secret
+(HMAC-SHA-256 instead of SHA-256), so generated documents, scenarios and pictures cannot be
+rebuilt from the public code and a seed by anyone who lacks the secret. :func:`data_mode` names
+the mode (with a fingerprint of the secret, never the secret) for run records. Hand-written gold
+sets are committed files and are public in both modes.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import os
 import random
 from typing import Literal
 
@@ -17,10 +27,41 @@ import numpy as np
 
 Partition = Literal["train", "eval"]
 
+#: Environment variable holding the eval secret; unset means public mode.
+EVAL_SECRET_ENV = "IGYM_EVAL_SECRET"
+_MIN_SECRET_CHARS = 16
+
+
+def eval_secret() -> bytes | None:
+    """The eval secret from ``IGYM_EVAL_SECRET``, or None in public mode."""
+    value = os.environ.get(EVAL_SECRET_ENV, "")
+    if not value:
+        return None
+    if len(value) < _MIN_SECRET_CHARS:
+        raise ValueError(
+            f"{EVAL_SECRET_ENV} must be at least {_MIN_SECRET_CHARS} characters (a short secret can be "
+            "guessed from published items); unset it for public mode"
+        )
+    return value.encode("utf-8")
+
+
+def data_mode() -> str:
+    """``"public"``, or ``"secret:<fingerprint>"`` when items are keyed by the eval secret.
+
+    The fingerprint tells runs made with different secrets apart; it does not reveal the secret.
+    """
+    secret = eval_secret()
+    if secret is None:
+        return "public"
+    return "secret:" + hmac.new(secret, b"integrity-gym fingerprint", hashlib.sha256).hexdigest()[:12]
+
 
 def _digest(parts: tuple[object, ...]) -> bytes:
-    text = "\x1f".join(f"{type(p).__name__}:{p}" for p in parts)
-    return hashlib.sha256(text.encode("utf-8")).digest()
+    text = "\x1f".join(f"{type(p).__name__}:{p}" for p in parts).encode("utf-8")
+    secret = eval_secret()
+    if secret is None:
+        return hashlib.sha256(text).digest()
+    return hmac.new(secret, text, hashlib.sha256).digest()
 
 
 def derive_seed(*parts: object) -> int:
