@@ -196,6 +196,37 @@ def report(
 
 
 @app.command()
+def redteam(
+    tasks: Annotated[str, typer.Option(help="Glob (or comma-separated globs) over task ids.")] = "*",
+    episodes: Annotated[int, typer.Option(min=1, help="Eval episodes per task and attack.")] = 50,
+    seed: Annotated[int, typer.Option(help="First seed.")] = 0,
+    markdown: Annotated[Path | None, typer.Option(help="Also write the table as Markdown here.")] = None,
+) -> None:
+    """Play every degenerate agent on every task and show that none scores (exit 1 if one does)."""
+    from integrity_gym.agents.redteam import redteam_markdown, run_redteam
+
+    if not list_tasks(tasks):
+        raise _fail(f"no task matches {tasks!r}; see `igym list`")
+    results = run_redteam(tasks, episodes=episodes, seed=seed)
+    table = Table(
+        Column("task", no_wrap=True), Column("attack", no_wrap=True), Column("mean", justify="right"),
+        Column("limit", justify="right"), Column("successes", justify="right"), "held",
+    )  # fmt: skip
+    for r in results:
+        mark = "[green]yes[/green]" if r.held else "[red]NO[/red]"
+        table.add_row(r.task_id, r.attack, f"{r.mean:.3f}", f"{r.limit:.3f}", f"{r.successes}/{r.episodes}", mark)
+    console.print(table)
+    if markdown is not None:
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        markdown.write_text(redteam_markdown(results, episodes=episodes, seed=seed))
+        console.print(f"wrote {markdown}")
+    broken = [r for r in results if not r.held]
+    if broken:
+        console.print(f"[red]{len(broken)} attack(s) scored above their bar[/red]")
+        raise typer.Exit(code=1)
+
+
+@app.command()
 def runs(
     db: Annotated[Path, typer.Option(help="SQLite results database written by `igym bench`.")] = Path(
         "outputs/results.sqlite"

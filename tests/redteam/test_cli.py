@@ -1,0 +1,51 @@
+"""`igym redteam`: the full form prints the table, writes Markdown, and fails when an attack scores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import integrity_gym.agents.redteam as redteam
+from integrity_gym.agents.oracle import OracleAgent
+from integrity_gym.agents.redteam import Attack
+from integrity_gym.cli import app
+from integrity_gym.core.registry import make
+
+TASK = "information_integrity/easy-v0"
+
+
+def test_table_and_markdown_name_every_attack(tmp_path: Path) -> None:
+    out = tmp_path / "redteam.md"
+    result = CliRunner().invoke(app, ["redteam", "--tasks", TASK, "--episodes", "2", "--markdown", str(out)])
+    text = out.read_text()
+    for attack in redteam.attacks_for("information_integrity"):
+        assert attack.name in result.stdout and f"| {attack.name} |" in text
+    assert redteam.bar_for("information_integrity").why in text
+
+
+class ReplayOracle:
+    """Rebuilds the episode from the public code and plays the oracle on its copy (public mode only)."""
+
+    def __init__(self, task_id: str, seed: int) -> None:
+        self.copy = make(task_id)
+        self.copy.reset(seed=seed)
+        self.oracle = OracleAgent(self.copy, seed)
+
+    def act(self, observation: object) -> object:
+        action = self.oracle.act(observation)
+        self.copy.step(action)
+        return action
+
+
+def test_an_attack_that_scores_fails_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    cheat = Attack("cheat", "replays the episode", lambda spec, seed: ReplayOracle(spec.id, seed))
+    monkeypatch.setattr(redteam, "attacks_for", lambda env: (cheat,))
+    result = CliRunner().invoke(app, ["redteam", "--tasks", TASK, "--episodes", "2"])
+    assert result.exit_code == 1 and "scored above their bar" in result.stdout
+
+
+def test_an_unknown_task_pattern_is_a_clear_error() -> None:
+    result = CliRunner().invoke(app, ["redteam", "--tasks", "nothing/*"])
+    assert result.exit_code == 2 and "no task matches" in result.stdout
