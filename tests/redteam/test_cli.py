@@ -49,3 +49,13 @@ def test_an_attack_that_scores_fails_the_command(monkeypatch: pytest.MonkeyPatch
 def test_an_unknown_task_pattern_is_a_clear_error() -> None:
     result = CliRunner().invoke(app, ["redteam", "--tasks", "nothing/*"])
     assert result.exit_code == 2 and "no task matches" in result.stdout
+
+
+def test_attacks_play_as_bench_agents(tmp_path: Path) -> None:
+    attack = redteam.attacks_for("information_integrity")[0]
+    result = CliRunner().invoke(
+        app, ["bench", "--tasks", TASK, "--agent", attack.name, "--episodes", "2", "--out", str(tmp_path / "run"),
+              "--db", str(tmp_path / "db.sqlite")],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stdout
+    assert (tmp_path / "run" / "summary.json").is_file()

@@ -59,5 +59,15 @@ def make_agent(name: str, env: Env[Any, Any, Any], *, seed: int = 0) -> Agent:
     if name in extra:
         built: Agent = extra[name](env.spec, seed=seed)
         return built
-    choices = ", ".join([*AGENTS, *extra])
+    # The red team's degenerate agents (``agents.redteam.<env>``) play like any other agent.
+    from integrity_gym.agents.redteam import attacks_for
+
+    try:
+        attacks = {attack.name: attack for attack in attacks_for(env.spec.env)}
+    except ModuleNotFoundError:  # a third-party environment without a red team
+        attacks = {}
+    if name in attacks:
+        attacker: Agent = attacks[name].build(env.spec, seed)
+        return attacker
+    choices = ", ".join([*AGENTS, *extra, *attacks])
     raise ValueError(f"unknown agent {name!r}; choose one of {choices}")
