@@ -178,18 +178,22 @@ def report(
         Path | None, typer.Option(help="With --markdown: also fill this README's results:start/end block.")
     ] = None,
     note: Annotated[str | None, typer.Option(help="A paragraph shown under the title.")] = None,
+    redteam: Annotated[
+        Path | None, typer.Option(help="`igym redteam --json` output: show the trivial floor and best attack.")
+    ] = None,
 ) -> None:
     """Write a self-contained HTML report with plots (and PNGs) for one or more benchmark runs."""
-    from integrity_gym.bench.report import load_run, parse_trace_choices, write_markdown, write_report
+    from integrity_gym.bench.report import load_redteam, load_run, parse_trace_choices, write_markdown, write_report
 
     try:
         loaded = [load_run(path) for path in runs]
         chosen = parse_trace_choices(trace or [])
-        page = write_report(loaded, out, title=title, chosen=chosen, note=note)
+        references = load_redteam(redteam) if redteam is not None else None
+        page = write_report(loaded, out, title=title, chosen=chosen, note=note, references=references)
         console.print(f"wrote {page} and its PNGs in {out}/")
         if markdown is not None:
             folder = assets or markdown.parent / markdown.stem
-            written = write_markdown(loaded, markdown, folder, chosen, note, readme)
+            written = write_markdown(loaded, markdown, folder, chosen, note, readme, references)
             console.print(f"wrote {written} (figures in {folder}/)" + (f" and {readme}" if readme else ""))
     except (ValueError, ImportError) as exc:
         raise _fail(str(exc)) from exc
@@ -201,9 +205,14 @@ def redteam(
     episodes: Annotated[int, typer.Option(min=1, help="Eval episodes per task and attack.")] = 50,
     seed: Annotated[int, typer.Option(help="First seed.")] = 0,
     markdown: Annotated[Path | None, typer.Option(help="Also write the table as Markdown here.")] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the results as JSON (for `igym report --redteam`).")
+    ] = None,
 ) -> None:
     """Play every degenerate agent on every task and show that none scores (exit 1 if one does)."""
-    from integrity_gym.agents.redteam import redteam_markdown, run_redteam
+    import json
+
+    from integrity_gym.agents.redteam import redteam_json, redteam_markdown, run_redteam
 
     if not list_tasks(tasks):
         raise _fail(f"no task matches {tasks!r}; see `igym list`")
@@ -220,6 +229,10 @@ def redteam(
         markdown.parent.mkdir(parents=True, exist_ok=True)
         markdown.write_text(redteam_markdown(results, episodes=episodes, seed=seed))
         console.print(f"wrote {markdown}")
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(redteam_json(results), indent=1) + "\n")
+        console.print(f"wrote {json_out}")
     broken = [r for r in results if not r.held]
     if broken:
         console.print(f"[red]{len(broken)} attack(s) scored above their bar[/red]")

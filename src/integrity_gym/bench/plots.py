@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from integrity_gym.bench.report import RunData
+    from integrity_gym.bench.report import References, RunData
 
 #: Breakdown keys that describe an item or a setting, or where lower is better: never a radar axis.
 _NOT_DIMENSIONS = ("leak", "error", "malformed", "repair", "abstain", "claim_true", "blind", "q_star", "threshold",
@@ -58,8 +58,12 @@ def task_order(runs: Sequence[RunData]) -> list[str]:
     return list(seen)
 
 
-def grades_by_task(runs: Sequence[RunData], path: Path) -> Path | None:
-    """Grouped bars: mean grade per task and run, 95% interval whiskers, threshold ticks."""
+def grades_by_task(runs: Sequence[RunData], path: Path, references: References | None = None) -> Path | None:
+    """Grouped bars: mean grade per task and run, 95% interval whiskers, threshold ticks.
+
+    With ``references`` (the red team), a grey tick marks each task's trivial floor and a black
+    cross its best degenerate agent.
+    """
     tasks = task_order(runs)
     if not tasks:
         return None
@@ -83,6 +87,13 @@ def grades_by_task(runs: Sequence[RunData], path: Path) -> Path | None:
         if threshold is not None:
             ax.hlines(threshold, i - 0.45, i + 0.45, colors="crimson", linestyles="--", linewidth=1.5,
                       label="success threshold" if i == 0 else None)  # fmt: skip
+        floor, best = (references or {}).get(task_id, (None, None))
+        if floor is not None:
+            ax.hlines(floor.mean, i - 0.45, i + 0.45, colors="dimgray", linestyles=":", linewidth=1.5,
+                      label="trivial floor" if i == 0 else None)  # fmt: skip
+        if best is not None:
+            ax.plot([i], [best.mean], marker="x", color="black", markersize=8, linestyle="none",
+                    label="best degenerate agent" if i == 0 else None)  # fmt: skip
     ax.set_xticks(x, [_short(t) for t in tasks], rotation=30, ha="right")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("mean grade (95% interval)")

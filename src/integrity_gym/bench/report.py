@@ -114,6 +114,45 @@ def load_run(path: str | Path) -> RunData:
     return run
 
 
+@dataclass(frozen=True)
+class Reference:
+    """A degenerate agent's result on a task (from ``igym redteam --json``), shown beside the runs."""
+
+    attack: str
+    mean: float
+    successes: int
+    episodes: int
+
+    def cell(self) -> str:
+        """Markdown cell: mean, successes and which attack."""
+        return f"{self.mean:.3f} ({self.successes}/{self.episodes}, {self.attack})"
+
+
+#: Per task: the best trivial floor (do nothing, abstain, blind) and the best degenerate agent.
+References = dict[str, tuple[Reference | None, Reference]]
+
+
+def load_redteam(path: str | Path) -> References:
+    """Read ``igym redteam --json`` output: per task, the best floor attack and the best attack."""
+    try:
+        rows = json.loads(Path(path).read_text())
+        by_task: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            by_task.setdefault(str(row["task_id"]), []).append(row)
+
+        def ref(row: dict[str, Any]) -> Reference:
+            return Reference(str(row["attack"]), float(row["mean"]), int(row["successes"]), int(row["episodes"]))
+
+        out: References = {}
+        for task_id, found in by_task.items():
+            floors = [r for r in found if r.get("floor")]
+            best_floor = ref(max(floors, key=lambda r: r["mean"])) if floors else None
+            out[task_id] = (best_floor, ref(max(found, key=lambda r: r["mean"])))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path} is not `igym redteam --json` output ({exc})") from exc
+    return out
+
+
 def label_runs(runs: Sequence[RunData]) -> None:
     """Give runs that share a label distinct legend names (the run id's random tail)."""
     labels = [r.label for r in runs]
@@ -152,7 +191,12 @@ def merge_by_label(runs: Sequence[RunData]) -> list[RunData]:
     return list(merged.values())
 
 
-def draw_figures(runs: Sequence[RunData], out_dir: Path, chosen: dict[str, int] | None = None) -> dict[str, Path]:
+def draw_figures(
+    runs: Sequence[RunData],
+    out_dir: Path,
+    chosen: dict[str, int] | None = None,
+    references: References | None = None,
+) -> dict[str, Path]:
     """Draw every figure the runs support into ``out_dir``; return {figure key: PNG path}.
 
     Runs of the same agent/model are pooled into one colour, except in the variance figure,
@@ -161,7 +205,7 @@ def draw_figures(runs: Sequence[RunData], out_dir: Path, chosen: dict[str, int] 
     label_runs(runs)
     models = merge_by_label(runs)
     out: dict[str, Path | None] = {
-        "grades": plots.grades_by_task(models, out_dir / "grades.png"),
+        "grades": plots.grades_by_task(models, out_dir / "grades.png", references),
         "radar": plots.radar(models, out_dir / "radar.png"),
         "traces": plots.reward_traces(models, out_dir / "traces.png", chosen),
     }
@@ -218,10 +262,16 @@ def _run_table(run: RunData) -> str:
     )
 
 
-def _comparison_table(runs: Sequence[RunData]) -> str:
-    """Tasks down, runs across: mean grade ± sd, green when it reaches the threshold."""
+def _comparison_table(runs: Sequence[RunData], references: References | None = None) -> str:
+    """Tasks down, runs across: mean grade ± sd, green when it reaches the threshold.
+
+    With ``references``, two more columns: the trivial floor and the best degenerate agent.
+    """
     label_runs(runs)
-    head = "<tr><th>task</th><th>threshold</th>" + "".join(f"<th>{html.escape(r.display)}</th>" for r in runs) + "</tr>"
+    extra = ("trivial floor", "best degenerate agent") if references else ()
+    head = "<tr><th>task</th><th>threshold</th>" + "".join(
+        f"<th>{html.escape(name)}</th>" for name in [*(r.display for r in runs), *extra]
+    ) + "</tr>"  # fmt: skip
     rows = []
     for task_id in plots.task_order(runs):
         threshold = next((t for r in runs if (t := r.threshold(task_id)) is not None), None)
@@ -234,6 +284,10 @@ def _comparison_table(runs: Sequence[RunData]) -> str:
             ok = threshold is not None and s["mean_score"] >= threshold
             cells.append(f"<td><b class='{'ok' if ok else 'no'}'>{s['mean_score']:.3f}</b> ± {_f(s.get('std_score'))}"
                          f" <small>n={s['episodes']}</small></td>")  # fmt: skip
+        if references:
+            cells += [
+                f"<td>{html.escape(ref.cell()) if ref else '–'}</td>" for ref in references.get(task_id, (None, None))
+            ]
         rows.append(f"<tr><td>{html.escape(task_id)}</td><td>{_f(threshold, '.2f')}</td>{''.join(cells)}</tr>")
     return f"<h2>Side by side</h2><table>{head}{''.join(rows)}</table>"
 
@@ -252,12 +306,13 @@ def write_report(
     title: str = "integrity-gym report",
     chosen: dict[str, int] | None = None,
     note: str | None = None,
+    references: References | None = None,
 ) -> Path:
     """Write ``out_dir/report.html`` (images inlined) and the PNGs beside it; return the HTML path."""
     if not runs:
         raise ValueError("a report needs at least one run folder")
     out_dir.mkdir(parents=True, exist_ok=True)
-    figures = draw_figures(runs, out_dir, chosen)
+    figures = draw_figures(runs, out_dir, chosen, references)
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
@@ -265,8 +320,8 @@ def write_report(
     ]
     if note:
         parts.append(f"<p>{html.escape(note)}</p>")
-    if len(runs) > 1:
-        parts.append(_comparison_table(runs))
+    if len(runs) > 1 or references:
+        parts.append(_comparison_table(runs, references))
     parts.append("<h2>Runs</h2>")
     parts += [_run_table(run) for run in runs]
     for key, heading, caption in FIGURES:
@@ -284,16 +339,20 @@ def write_report(
     return path
 
 
-def results_markdown(runs: Sequence[RunData], figures: dict[str, Path], relative_to: Path) -> str:
+def results_markdown(
+    runs: Sequence[RunData], figures: dict[str, Path], relative_to: Path, references: References | None = None
+) -> str:
     """A Markdown results section: one row per task, one column per agent/model, then the figures.
 
     Runs of one model over different tasks fill one column; a task played by several runs of the
-    same model shows the mean of their means and the run-to-run standard deviation.
+    same model shows the mean of their means and the run-to-run standard deviation. With
+    ``references`` (the red team), the trivial floor and the best degenerate agent stand beside them.
     """
     tasks = plots.task_order(runs)
     labels = list(dict.fromkeys(r.label for r in runs))
-    header = "| task | tier | threshold | " + " | ".join(labels) + " |"
-    lines = [header, "|" + "---|" * (3 + len(labels))]
+    extra = ["trivial floor", "best degenerate agent"] if references else []
+    header = "| task | tier | threshold | " + " | ".join([*labels, *extra]) + " |"
+    lines = [header, "|" + "---|" * (3 + len(labels) + len(extra))]
     for task_id in tasks:
         entry = next(r.summary["tasks"][task_id] for r in runs if task_id in r.summary.get("tasks", {}))
         cells = []
@@ -313,10 +372,18 @@ def results_markdown(runs: Sequence[RunData], figures: dict[str, Path], relative
                 mean = sum(means) / len(means)
                 sd = math.sqrt(sum((m - mean) ** 2 for m in means) / (len(means) - 1))
                 cells.append(f"{mean:.3f} ± {sd:.3f} across {len(found)} runs")
+        if references:
+            cells += [ref.cell() if ref else "–" for ref in references.get(task_id, (None, None))]
         lines.append(f"| `{task_id}` | {entry.get('tier', '')} | {_f(entry.get('threshold'), '.2f')} | "
                      + " | ".join(cells) + " |")  # fmt: skip
     lines.append("")
     lines.append("Cells: mean grade ± standard deviation over episodes (success rate against the threshold, episodes).")
+    if references:
+        lines.append(
+            "Red team (`igym redteam`, [docs/redteam.md](docs/redteam.md)): *trivial floor* is the best of doing "
+            "nothing, always abstaining and answering blind; *best degenerate agent* the best of every attack that "
+            "tries to score without doing the task (mean grade, successes/episodes, which attack)."
+        )
     for run in runs:
         n = {t: s.get("episodes") for t, s in run.summary.get("tasks", {}).items()}
         per_task = sorted(set(n.values()))
@@ -344,19 +411,20 @@ def write_markdown(
     chosen: dict[str, int] | None = None,
     note: str | None = None,
     readme: Path | None = None,
+    references: References | None = None,
 ) -> Path:
     """Write the results section to ``markdown_path`` with its PNGs in ``assets_dir``.
 
     With ``readme``, the same section (links relative to it) also replaces the text between the
     README's ``<!-- results:start -->`` and ``<!-- results:end -->`` markers.
     """
-    figures = draw_figures(runs, assets_dir, chosen)
+    figures = draw_figures(runs, assets_dir, chosen, references)
     intro = "<!-- generated by `make results` (igym report --markdown); do not edit by hand -->\n# Results\n\n"
     lead = note + "\n\n" if note else ""
     markdown_path.parent.mkdir(parents=True, exist_ok=True)
-    markdown_path.write_text(intro + lead + results_markdown(runs, figures, markdown_path.parent) + "\n")
+    markdown_path.write_text(intro + lead + results_markdown(runs, figures, markdown_path.parent, references) + "\n")
     if readme is not None:
-        splice_readme(readme, lead + results_markdown(runs, figures, readme.parent))
+        splice_readme(readme, lead + results_markdown(runs, figures, readme.parent, references))
     return markdown_path
 
 

@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from types import ModuleType
 
 from integrity_gym.agents.redteam.base import Attack, Bar
 from integrity_gym.core.registry import TaskSpec, list_tasks, make
 
-__all__ = ["Attack", "AttackResult", "Bar", "attacks_for", "bar_for", "redteam_markdown", "run_attack", "run_redteam"]
+__all__ = [
+    "Attack",
+    "AttackResult",
+    "Bar",
+    "attacks_for",
+    "bar_for",
+    "redteam_json",
+    "redteam_markdown",
+    "run_attack",
+    "run_redteam",
+]
 
 
 def _module(env: str) -> ModuleType:
@@ -47,6 +57,7 @@ class AttackResult:
     threshold: float
     limit: float
     max_successes: int
+    floor: bool = False
 
     @property
     def held(self) -> bool:
@@ -79,6 +90,7 @@ def run_attack(spec: TaskSpec, attack: Attack, seeds: Iterable[int]) -> AttackRe
         threshold=spec.success_threshold,
         limit=bar.limit(spec.success_threshold),
         max_successes=int(bar.max_success_rate * n + 1e-9),
+        floor=attack.floor,
     )
 
 
@@ -86,6 +98,11 @@ def run_redteam(pattern: str = "*", episodes: int = 20, seed: int = 0) -> list[A
     """Every declared attack on every task matching ``pattern``, over seeds ``seed .. seed+episodes-1``."""
     seeds = range(seed, seed + episodes)
     return [run_attack(spec, attack, seeds) for spec in list_tasks(pattern) for attack in attacks_for(spec.env)]
+
+
+def redteam_json(results: Iterable[AttackResult]) -> list[dict[str, object]]:
+    """The results as JSON-ready rows (what ``igym report --redteam`` reads)."""
+    return [{**asdict(r), "held": r.held} for r in results]
 
 
 def redteam_markdown(results: Iterable[AttackResult], *, episodes: int, seed: int) -> str:

@@ -20,6 +20,9 @@ class Attack:
     name: str
     description: str
     build: Callable[[TaskSpec, int], Any]
+    #: A trivial floor (doing nothing, always abstaining, answering blind): reports show the best
+    #: of these beside the baselines, as the score that needs no work at all.
+    floor: bool = False
 
 
 @dataclass(frozen=True)
