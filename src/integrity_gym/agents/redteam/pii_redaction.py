@@ -1,15 +1,283 @@
-"""Degenerate agents for pii_redaction: each tries to score without doing the task."""
+"""Degenerate agents for pii_redaction: each tries to score without doing the task.
+
+Every attack sees only observations and the public code. Most of them share one skeleton
+(:class:`_Sprayer`): in each window, redact what a cheap rule points at, spread the step budget
+evenly over the windows still ahead, move on, and finish at the end of the document.
+
+The replay attack is different: it regenerates the document with the public generator by
+matching the first window against candidate seeds, then plays as the oracle would. Nothing in
+the environment can stop it while the generator's randomness is public; it fails only once the
+evaluation secret (``IGYM_EVAL_SECRET``, read by :mod:`integrity_gym.core.seeding`) keys every
+derivation, so it joins :data:`ATTACKS` only when that secret is in force.
+"""
 
 from __future__ import annotations
 
-from integrity_gym.agents.base import NoopAgent
-from integrity_gym.agents.redteam.base import Attack, Bar
-from integrity_gym.core.registry import make
+import math
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
 
-BAR = Bar(margin=0.05, why="TODO: justify the margin for this environment.")
+from integrity_gym.agents.base import NoopAgent
+from integrity_gym.agents.heuristic.pii_redaction import HeuristicAgent
+from integrity_gym.agents.redteam.base import Attack, Bar
+from integrity_gym.core.registry import TaskSpec, make
+from integrity_gym.core.seeding import partition_of
+from integrity_gym.envs.pii_redaction.generator import document_id, generate_document
+from integrity_gym.envs.pii_redaction.models import Document, Label, RedactionAction, RedactionObservation
+
+BAR = Bar(
+    margin=0.1875,
+    why=(
+        "A quarter of the hard threshold (0.25 x 0.75 = 0.1875), the same for every tier: an attack "
+        "must keep its mean at or below three quarters of the hard threshold (0.5625), and below "
+        "0.6625 on medium and 0.7125 on easy, with at most one success in 20. Doing nothing already "
+        "scores 0.25 (full utility), so the bar leaves a rule that skips the task little room above "
+        "that floor, and keeps it far enough from success that no single document passes by luck."
+    ),
+)
+
+Span = tuple[int, int, Label]
+
+#: Environment variable of the evaluation secret (see :mod:`integrity_gym.core.seeding`).
+EVAL_SECRET_VAR = "IGYM_EVAL_SECRET"
+
+
+class _Sprayer:
+    """Redact whatever ``spans`` points at in each window, within an even share of the budget."""
+
+    def __init__(self, spec: TaskSpec, seed: int = 0) -> None:
+        self.spec = spec
+        self._tried: set[tuple[int, int]] = set()
+        self._window = -1
+        self._quota = 0
+
+    def spans(self, obs: RedactionObservation) -> Iterable[Span]:
+        """Absolute spans this rule would redact in the current window."""
+        raise NotImplementedError
+
+    def act(self, observation: RedactionObservation) -> RedactionAction:
+        """Redact the next pointed-at span if the budget allows, else move on, else finish."""
+        obs = observation
+        if obs.step_count == 0:
+            self._tried, self._window, self._quota = set(), -1, 0
+        lo = obs.cursor_position
+        hi = lo + len(obs.visible_text)
+        if lo != self._window:
+            # A new window: its share of the steps not needed to reach the end and finish.
+            moves_left = math.ceil(max(0, obs.document_length - hi) / max(1, obs.window_size // 2))
+            self._window, self._quota = lo, max(0, obs.steps_left - moves_left - 1) // (moves_left + 1)
+        if self._quota > 0 and obs.steps_left > 1:
+            taken = list(obs.redacted_spans)
+            for start, end, label in self.spans(obs):
+                if lo <= start < end <= hi and (start, end) not in self._tried:
+                    if any(start < e and s < end for s, e in taken):
+                        continue
+                    self._tried.add((start, end))
+                    self._quota -= 1
+                    return RedactionAction(action_type="REDACT", start=start, end=end, label=label)
+        if hi >= obs.document_length or obs.steps_left <= 1:
+            return RedactionAction(action_type="FINISH")
+        return RedactionAction(action_type="NEXT_CHUNK")
+
+
+def _finditer(pattern: re.Pattern[str], obs: RedactionObservation, label: Label, group: int = 0) -> list[Span]:
+    base = obs.cursor_position
+    return [(base + m.start(group), base + m.end(group), label) for m in pattern.finditer(obs.visible_text)]
+
+
+_SPEAKER = re.compile(
+    r"(?m)^\[\d\d:\d\d:\d\d\] (?:(?P<a>[A-Za-z]+) \(agent\)|Agent (?P<b>[A-Za-z]+)|Support \((?P<c>[A-Za-z]+)\)):"
+)
+
+
+class SpeakerNames(_Sprayer):
+    """Redact the name in each chat speaker tag (``[12:00:01] Amy (agent):``) as NAME."""
+
+    def spans(self, obs: RedactionObservation) -> Iterable[Span]:
+        """Speaker names in the window."""
+        base = obs.cursor_position
+        for m in _SPEAKER.finditer(obs.visible_text):
+            group = next(g for g in ("a", "b", "c") if m.group(g))
+            yield base + m.start(group), base + m.end(group), "NAME"
+
+
+_NUMBER = re.compile(r"(?<![\w])\+?\d[\d\s().-]{3,}\d(?![\w])")
+
+
+def _label_by_digits(text: str) -> Label:
+    digits = sum(ch.isdigit() for ch in text)
+    return "SSN" if digits == 9 else "DOB" if digits in (6, 8) else "PHONE"
+
+
+class EveryNumber(_Sprayer):
+    """Redact every run of digits (with separators), labelled by its digit count."""
+
+    def spans(self, obs: RedactionObservation) -> Iterable[Span]:
+        """Digit runs in the window."""
+        base = obs.cursor_position
+        for m in _NUMBER.finditer(obs.visible_text):
+            yield base + m.start(), base + m.end(), _label_by_digits(m.group(0))
+
+
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)?\b")
+
+
+class EveryCapitalised(_Sprayer):
+    """Redact every capitalised word (or pair of words) as NAME."""
+
+    def spans(self, obs: RedactionObservation) -> Iterable[Span]:
+        """Capitalised words in the window."""
+        return _finditer(_CAPITALISED, obs, "NAME")
+
+
+_AT_OR_DIGIT = re.compile(r"\S*[@\d]\S*")
+
+
+class EveryAtOrDigitToken(_Sprayer):
+    """Redact every whitespace-separated token holding an ``@`` (EMAIL) or a digit (by digit count)."""
+
+    def spans(self, obs: RedactionObservation) -> Iterable[Span]:
+        """Tokens with ``@`` or digits in the window."""
+        base = obs.cursor_position
+        for m in _AT_OR_DIGIT.finditer(obs.visible_text):
+            token = m.group(0).strip(".,;:!?\"'()[]{}<>")
+            if not token:
+                continue
+            start = base + m.start() + m.group(0).index(token)
+            yield start, start + len(token), "EMAIL" if "@" in token else _label_by_digits(token)
+
+
+class WholeWindow(_Sprayer):
+    """Redact each window whole (every character hidden), then move on."""
+
+    def spans(self, obs: RedactionObservation) -> Iterable[Span]:
+        """The visible window minus what is already redacted, as NAME."""
+        lo, hi = obs.cursor_position, obs.cursor_position + len(obs.visible_text)
+        cursor = lo
+        for s, e in sorted(obs.redacted_spans):
+            if e <= cursor or s >= hi:
+                continue
+            if s > cursor:
+                yield cursor, s, "NAME"
+            cursor = max(cursor, e)
+        if cursor < hi:
+            yield cursor, hi, "NAME"
+
+
+_WORD = re.compile(r"\b[A-Za-z][A-Za-z'-]{2,}\b")
+
+
+class MostRepeated(_Sprayer):
+    """Redact every occurrence of the most repeated capitalised word seen so far, as NAME."""
+
+    def __init__(self, spec: TaskSpec, seed: int = 0) -> None:
+        super().__init__(spec, seed)
+        self._counts: Counter[str] = Counter()
+        self._seen: set[int] = set()
+
+    def spans(self, obs: RedactionObservation) -> Iterable[Span]:
+        """Occurrences of the most frequent capitalised word in the window."""
+        if obs.step_count == 0:
+            self._counts, self._seen = Counter(), set()
+        base = obs.cursor_position
+        for m in _WORD.finditer(obs.visible_text):
+            if m.group(0)[0].isupper() and base + m.start() not in self._seen:
+                self._seen.add(base + m.start())
+                self._counts[m.group(0)] += 1
+        if not self._counts:
+            return []
+        word = self._counts.most_common(1)[0][0]
+        return [
+            (base + m.start(), base + m.end(), "NAME") for m in re.finditer(rf"\b{re.escape(word)}\b", obs.visible_text)
+        ]
+
+
+class AllNamed:
+    """The heuristic's spans, every one labelled NAME (does the label matter?)."""
+
+    def __init__(self, spec: TaskSpec, seed: int = 0) -> None:
+        self._inner = HeuristicAgent(spec, seed)
+
+    def act(self, observation: RedactionObservation) -> RedactionAction:
+        """The heuristic's action, relabelled NAME."""
+        action = self._inner.act(observation)
+        if action.action_type == "REDACT":
+            return action.model_copy(update={"label": "NAME"})
+        return action
+
+
+# ---------------------------------------------------------------------------- replay
+#: Seeds the replay attack tries (the benchmark and the red team use small seeds).
+REPLAY_SEEDS = range(64)
+
+
+@lru_cache(maxsize=512)
+def _public_document(kind: str, seed: int) -> Document:
+    """The eval-partition document the environment would pick for ``seed``, from public code."""
+    index = 0
+    while partition_of(document_id(kind, seed, index)) != "eval":  # type: ignore[arg-type]
+        index += 1
+    return generate_document(kind, seed, index)  # type: ignore[arg-type]
+
+
+class Replay:
+    """Rebuild the document from the public generator, then redact its gold like the oracle."""
+
+    def __init__(self, spec: TaskSpec, seed: int = 0) -> None:
+        self.kind = str(spec.config["kind"])
+        self.document: Document | None = None
+        self._done: set[tuple[int, int]] = set()
+
+    def _find(self, obs: RedactionObservation) -> Document | None:
+        for seed in REPLAY_SEEDS:
+            doc = _public_document(self.kind, seed)
+            if len(doc.text) == obs.document_length and doc.text.startswith(obs.visible_text):
+                return doc
+        return None
+
+    def act(self, observation: RedactionObservation) -> RedactionAction:
+        """Oracle moves on the rebuilt document; without one, finish at once."""
+        obs = observation
+        if obs.step_count == 0:
+            self.document, self._done = self._find(obs), set()
+        if self.document is None:
+            return RedactionAction(action_type="FINISH")
+        lo, hi = obs.cursor_position, obs.cursor_position + len(obs.visible_text)
+        right = False
+        for e in self.document.entities:
+            if (e.start, e.end) in self._done:
+                continue
+            if lo <= e.start and e.end <= hi:
+                self._done.add((e.start, e.end))
+                return RedactionAction(action_type="REDACT", start=e.start, end=e.end, label=e.label)
+            right = right or e.start >= lo
+        return RedactionAction(action_type="NEXT_CHUNK" if right and hi < obs.document_length else "FINISH")
+
+
+def _attack(name: str, description: str, cls: Any) -> Attack:
+    return Attack(name, description, lambda spec, seed: cls(spec, seed))
+
+
+REPLAY = _attack(
+    "replay_public_generator",
+    "Regenerate the document from the public generator (first window against candidate seeds) and "
+    "redact its gold entities; fails only under an evaluation secret.",
+    Replay,
+)
 
 ATTACKS: tuple[Attack, ...] = (
     Attack(
         "do_nothing", "The environment's do-nothing action every step.", lambda spec, seed: NoopAgent(make(spec.id))
     ),
-)
+    _attack("speaker_names", "Redact the name in every chat speaker tag, as NAME.", SpeakerNames),
+    _attack("heuristic_all_name", "The heuristic baseline's spans, all labelled NAME.", AllNamed),
+    _attack("every_number", "Redact every run of digits, labelled by digit count.", EveryNumber),
+    _attack("every_capitalised_word", "Redact every capitalised word as NAME.", EveryCapitalised),
+    _attack("every_at_or_digit_token", "Redact every token with an @ or a digit.", EveryAtOrDigitToken),
+    _attack("whole_window", "Redact every character of every window.", WholeWindow),
+    _attack("most_repeated_word", "Redact every mention of the most repeated capitalised word.", MostRepeated),
+) + ((REPLAY,) if os.environ.get(EVAL_SECRET_VAR) else ())

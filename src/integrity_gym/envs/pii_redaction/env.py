@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import random
 import re
@@ -20,7 +21,12 @@ from integrity_gym.core.types import Grade, StepResult, WireModel
 from integrity_gym.envs.pii_redaction import reward as rw
 from integrity_gym.envs.pii_redaction import window
 from integrity_gym.envs.pii_redaction.data import load_gold
-from integrity_gym.envs.pii_redaction.generator import GENERATOR_VERSION, document_id, generate_document
+from integrity_gym.envs.pii_redaction.generator import (
+    DEFAULT_MIN_CHARS,
+    GENERATOR_VERSION,
+    document_id,
+    generate_document,
+)
 from integrity_gym.envs.pii_redaction.grader import grade_redactions
 from integrity_gym.envs.pii_redaction.matching import IncrementalMatcher
 from integrity_gym.envs.pii_redaction.models import (
@@ -134,6 +140,11 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
             )
         return generate_document(kind, int(found[1]), int(found[2]), min_chars=self.config.min_chars)
 
+    def _decisions(self) -> int:
+        """The task's budget of decisions, grown with a requested ``min_chars`` above the kind's default."""
+        default = DEFAULT_MIN_CHARS[self.config.kind]
+        return math.ceil(self.spec.max_steps * max(1.0, (self.config.min_chars or default) / default))
+
     def _start(self, document: Document) -> None:
         self.document = document
         gold = [(e.start, e.end, e.label) for e in document.entities]
@@ -141,7 +152,11 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
         self._gold_max_len = max((e.end - e.start for e in document.entities), default=0)
         self._gold_cover = StaticCoverage((s, e) for s, e, _ in gold)
         self._non_pii = len(document.text) - self._gold_cover.total
-        self._matcher = IncrementalMatcher(gold, self.reward_config.match_iou)
+        weights = rw.gold_weights(self.reward_config, [(e.label, e.text) for e in document.entities])
+        self._matcher = IncrementalMatcher(gold, self.reward_config.match_iou, weights)
+        self.max_steps = self.config.max_steps or window.step_budget(
+            self._decisions(), len(document.text), self.config.window_size
+        )
         self._union = SpanUnion()
         self._over_redacted = 0
         self._redactions: list[Redaction] = []
@@ -254,8 +269,8 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
     def _potential(self) -> float:
         counts = self._matcher.counts()
         return rw.potential(
-            rw.f1_score(counts.matched, counts.predictions, counts.gold),
-            rw.label_accuracy(counts.label_correct, counts.matched, counts.gold),
+            rw.f1_score(self.reward_config, counts),
+            rw.label_accuracy(counts),
             rw.utility(
                 self.reward_config,
                 over_redacted=self._over_redacted,
@@ -342,7 +357,6 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
     def _load_state(self, state: RedactionState) -> None:
         self.config = validate_config(PiiConfig, state.config)
         self.reward_config = rw.PRESETS[self.config.reward_preset]
-        self.max_steps = self.config.max_steps or self.spec.max_steps
         self._seed = state.seed if state.seed is not None else 0
         self._start(state.document)
         for redaction in state.redactions:

@@ -8,14 +8,17 @@ import numpy as np
 
 from integrity_gym.core.spans import StaticCoverage, merge_arrays
 from integrity_gym.core.types import Grade
-from integrity_gym.envs.pii_redaction.matching import match
+from integrity_gym.envs.pii_redaction.matching import match, tally
 from integrity_gym.envs.pii_redaction.models import Document, Redaction
 from integrity_gym.envs.pii_redaction.reward import (
     GRADE_IOU,
     RewardConfig,
     f1_score,
+    gold_weights,
     label_accuracy,
     potential,
+    precision_of,
+    recall_of,
     utility,
 )
 
@@ -25,14 +28,16 @@ def grade_redactions(
 ) -> Grade:
     """Grade ``redactions`` of ``document``: one-to-one matching at IoU > 0.6.
 
-    The breakdown reports precision, recall, F1, label accuracy, utility, and leakage: gold
-    characters left visible (``leaked_pii_chars``) and their share of all gold characters.
+    Recall and label accuracy weigh the gold as ``config`` says (``reward.gold_weights``). The
+    breakdown reports precision, recall, F1, label accuracy, utility, the plain share of gold
+    mentions matched, and leakage: gold characters left visible (``leaked_pii_chars``) and their
+    share of all gold characters.
     """
     gold = [(e.start, e.end, e.label) for e in document.entities]
     pred = [(r.start, r.end, r.label) for r in redactions]
     pairs = match(pred, gold, GRADE_IOU)
-    matched = len(pairs)
-    correct = sum(pred[p][2] == gold[g][2] for g, p in pairs.items())
+    counts = tally(pred, gold, pairs, gold_weights(config, [(e.label, e.text) for e in document.entities]))
+    matched = counts.matched
 
     starts, ends = merge_arrays(
         np.fromiter((r.start for r in redactions), np.int64, len(redactions)),
@@ -44,8 +49,8 @@ def grade_redactions(
     over = redacted_total - pii_hidden
     non_pii = len(document.text) - gold_cover.total
 
-    f1 = f1_score(matched, len(pred), len(gold))
-    label_acc = label_accuracy(correct, matched, len(gold))
+    f1 = f1_score(config, counts)
+    label_acc = label_accuracy(counts)
     util = utility(config, over_redacted=over, non_pii=non_pii, redacted=redacted_total, length=len(document.text))
     score = min(1.0, max(0.0, potential(f1, label_acc, util)))
     leaked = gold_cover.total - pii_hidden
@@ -54,8 +59,9 @@ def grade_redactions(
         success=score >= success_threshold,
         threshold=success_threshold,
         breakdown={
-            "precision": matched / len(pred) if pred else (1.0 if not gold else 0.0),
-            "recall": matched / len(gold) if gold else 1.0,
+            "precision": precision_of(counts),
+            "recall": recall_of(config, counts),
+            "mention_recall": matched / len(gold) if gold else 1.0,
             "f1": f1,
             "label_accuracy": label_acc,
             "utility": util,

@@ -31,12 +31,15 @@ Span = tuple[int, int, str]  # (start, end, label)
 
 @dataclass(frozen=True)
 class MatchCounts:
-    """Totals of a matching."""
+    """Totals of a matching; the ``weight_*`` fields sum the gold weights (see ``reward.gold_weights``)."""
 
     matched: int
     label_correct: int
     predictions: int
     gold: int
+    weight_matched: float
+    weight_correct: float
+    weight_total: float
 
 
 class _GoldIndex:
@@ -48,13 +51,20 @@ class _GoldIndex:
         self.order = order
         self.starts = [gold[i][0] for i in order]
         self.max_len = max((e - s for s, e, _ in gold), default=0)
+        #: Gold spans compared so far (the sweep keeps this near the number of overlaps).
+        self.comparisons = 0
+
+    def near(self, start: int, end: int) -> range:
+        """Positions (in ``order``) of the gold spans that may overlap ``[start, end)``."""
+        lo = bisect_left(self.starts, start - self.max_len)
+        hi = bisect_left(self.starts, end)
+        self.comparisons += max(0, hi - lo)
+        return range(lo, hi)
 
     def candidates(self, pred: Span, threshold: float) -> list[tuple[int, float]]:
         start, end, _ = pred
-        lo = bisect_left(self.starts, start - self.max_len)
-        hi = bisect_left(self.starts, end)
         out = []
-        for k in range(lo, hi):
+        for k in self.near(start, end):
             g = self.order[k]
             gs, ge, _ = self.gold[g]
             score = iou(start, end, gs, ge)
@@ -108,9 +118,15 @@ def _solve_component(
 class IncrementalMatcher:
     """The optimal matching of a growing set of predictions against fixed gold spans."""
 
-    def __init__(self, gold: Sequence[Span], threshold: float) -> None:
+    def __init__(self, gold: Sequence[Span], threshold: float, weights: Sequence[float] | None = None) -> None:
         self.threshold = threshold
         self.gold = list(gold)
+        self.weights = [1.0] * len(self.gold) if weights is None else list(weights)
+        if len(self.weights) != len(self.gold):
+            raise ValueError(f"got {len(self.weights)} weights for {len(self.gold)} gold spans")
+        self._weight_total = sum(self.weights)
+        self._weight_matched = 0.0
+        self._weight_correct = 0.0
         self.preds: list[Span] = []
         self._index = _GoldIndex(self.gold)
         self._pred_edges: list[dict[int, float]] = []  # pred -> {gold: iou}
@@ -120,10 +136,8 @@ class IncrementalMatcher:
 
     def best_iou(self, start: int, end: int) -> float:
         """Best IoU of ``[start, end)`` with any gold span (0.0 if none overlaps)."""
-        lo = bisect_left(self._index.starts, start - self._index.max_len)
-        hi = bisect_left(self._index.starts, end)
         best = 0.0
-        for k in range(lo, hi):
+        for k in self._index.near(start, end):
             gs, ge, _ = self.gold[self._index.order[k]]
             best = max(best, iou(start, end, gs, ge))
         return best
@@ -142,19 +156,54 @@ class IncrementalMatcher:
         before = {g for g in golds if g in self.gold_to_pred}
         for g in golds:
             old = self.gold_to_pred.pop(g, None)
-            if old is not None and self.preds[old][2] == self.gold[g][2]:
-                self.label_correct -= 1
+            if old is not None:
+                self._weight_matched -= self.weights[g]
+                if self.preds[old][2] == self.gold[g][2]:
+                    self.label_correct -= 1
+                    self._weight_correct -= self.weights[g]
         comp_edges = {(q, g): s for q in preds for g, s in self._pred_edges[q].items()}
         solution = _solve_component(preds, golds, comp_edges, self.preds, self.gold)
         for g, q in solution.items():
             self.gold_to_pred[g] = q
+            self._weight_matched += self.weights[g]
             if self.preds[q][2] == self.gold[g][2]:
                 self.label_correct += 1
+                self._weight_correct += self.weights[g]
         return [(g, self._gold_edges[g][solution[g]]) for g in sorted(solution.keys() - before)]
+
+    @property
+    def comparisons(self) -> int:
+        """Gold spans compared with predictions so far (grows with overlaps, not with n x m)."""
+        return self._index.comparisons
 
     def counts(self) -> MatchCounts:
         """Current totals."""
-        return MatchCounts(len(self.gold_to_pred), self.label_correct, len(self.preds), len(self.gold))
+        return MatchCounts(
+            matched=len(self.gold_to_pred),
+            label_correct=self.label_correct,
+            predictions=len(self.preds),
+            gold=len(self.gold),
+            weight_matched=self._weight_matched,
+            weight_correct=self._weight_correct,
+            weight_total=self._weight_total,
+        )
+
+
+def tally(
+    pred: Sequence[Span], gold: Sequence[Span], pairs: dict[int, int], weights: Sequence[float] | None = None
+) -> MatchCounts:
+    """Totals of the matching ``pairs`` (gold index -> prediction index), as ``IncrementalMatcher.counts``."""
+    w = [1.0] * len(gold) if weights is None else weights
+    correct = [g for g, p in pairs.items() if pred[p][2] == gold[g][2]]
+    return MatchCounts(
+        matched=len(pairs),
+        label_correct=len(correct),
+        predictions=len(pred),
+        gold=len(gold),
+        weight_matched=sum(w[g] for g in sorted(pairs)),
+        weight_correct=sum(w[g] for g in sorted(correct)),
+        weight_total=sum(w),
+    )
 
 
 def match(pred: Sequence[Span], gold: Sequence[Span], threshold: float) -> dict[int, int]:
@@ -170,13 +219,7 @@ def match(pred: Sequence[Span], gold: Sequence[Span], threshold: float) -> dict[
     labels = {label: code for code, label in enumerate(sorted({s[2] for s in pred} | {s[2] for s in gold}))}
     p_start, p_end, p_label = _columns(pred, labels)
     g_start, g_end, g_label = _columns(gold, labels)
-    order = np.lexsort((g_end, g_start))
-    sorted_starts = g_start[order]
-    lo = np.searchsorted(sorted_starts, p_start - int((g_end - g_start).max()), "left")
-    hi = np.searchsorted(sorted_starts, p_end, "left")
-    counts = hi - lo
-    pi = np.repeat(np.arange(len(pred)), counts)
-    gi = order[lo[pi] + np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)]
+    pi, gi = candidate_pairs(p_start, p_end, g_start, g_end)
     inter = np.maximum(0, np.minimum(p_end[pi], g_end[gi]) - np.maximum(p_start[pi], g_start[gi]))
     score = inter / ((p_end[pi] - p_start[pi]) + (g_end[gi] - g_start[gi]) - inter)
     keep = score > threshold
@@ -198,6 +241,24 @@ def match(pred: Sequence[Span], gold: Sequence[Span], threshold: float) -> dict[
     first = _first_per_group(np.lexsort(tuple(k[rest] for k in pred_keys)), pi[rest])
     result.update(zip(gi[rest][first].tolist(), pi[rest][first].tolist(), strict=True))
     return result
+
+
+def candidate_pairs(
+    p_start: np.ndarray, p_end: np.ndarray, g_start: np.ndarray, g_end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(prediction, gold) index pairs that may overlap, by sort-and-sweep over gold starts.
+
+    A prediction is paired only with the gold spans starting less than one maximum gold length
+    before it and before its end, so the pairs number about n + m + overlaps, never n x m.
+    """
+    order = np.lexsort((g_end, g_start))
+    sorted_starts = g_start[order]
+    lo = np.searchsorted(sorted_starts, p_start - int((g_end - g_start).max()), "left")
+    hi = np.searchsorted(sorted_starts, p_end, "left")
+    counts = hi - lo
+    pi = np.repeat(np.arange(len(p_start)), counts)
+    gi = order[lo[pi] + np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)]
+    return pi, gi
 
 
 def _columns(spans: Sequence[Span], labels: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

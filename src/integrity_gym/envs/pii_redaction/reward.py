@@ -4,15 +4,27 @@ The potential is the grade's own formula, ``Φ = 0.5·F1 + 0.25·LabelAccuracy +
 computed with the same matching and threshold as the grade under the default preset, so the
 shaping rewards of an episode sum exactly to ``Φ(final) − Φ(initial)``. Every function here is a
 pure function of counts, so it can be tested without an environment.
+
+Under the default preset recall and label accuracy weigh the gold entities (``gold_weights``):
+every label present in the document counts the same, every distinct value within a label counts
+the same, and the mentions of one value share its weight. Recall counts an entity only when it is
+matched *with the right label*. Redacting forty mentions of one agent's name is then worth one
+value of one label, and a span found under the wrong label adds nothing to recall. The
+``reference`` preset weighs every mention 1 and counts a match whatever its label, which is the
+reference document's formula exactly.
 """
 
 from __future__ import annotations
 
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
 
 from integrity_gym.core.types import WireModel
+from integrity_gym.envs.pii_redaction.matching import MatchCounts
 
 #: Names of the reward components, in the order they are reported in ``info``.
 COMPONENTS = (
@@ -60,6 +72,12 @@ class RewardConfig(WireModel):
     redact_scope: Literal["window", "document"] = Field(
         "window", description="A REDACT must lie inside the visible 'window', or anywhere in the 'document'."
     )
+    recall: Literal["labelled_values", "mentions"] = Field(
+        "labelled_values",
+        description="'labelled_values': weighted share of the gold (gold_weights: labels, then distinct "
+        "values, then mentions) matched with the right label; 'mentions': the reference's share of gold "
+        "mentions matched, whatever the label.",
+    )
 
 
 PRESETS: dict[str, RewardConfig] = {
@@ -72,22 +90,62 @@ PRESETS: dict[str, RewardConfig] = {
         utility="all",
         miss_scope="overlap",
         redact_scope="document",
+        recall="mentions",
     ),
 }
 
 
-def f1_score(matched: int, predictions: int, gold: int) -> float:
-    """F1 of span detection; 1.0 when there is nothing to find and nothing was redacted."""
-    if predictions + gold == 0:
+def value_key(text: str) -> str:
+    """The value an entity's text stands for: case-folded letters and digits only ("Amy" = "amy")."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return "".join(ch for ch in folded if ch.isalnum()) or folded
+
+
+def gold_weights(config: RewardConfig, entities: Sequence[tuple[str, str]]) -> list[float]:
+    """Weight of each gold entity, given as ``(label, text)``; the weights sum to 1 (or count 1 each).
+
+    Under ``recall="labelled_values"`` each label present gets 1 / labels, shared equally by its distinct
+    values (``value_key``), each shared equally by that value's mentions. Under ``"mentions"``
+    every entity weighs 1.
+    """
+    if config.recall == "mentions" or not entities:
+        return [1.0] * len(entities)
+    values = [(label, value_key(text)) for label, text in entities]
+    mentions = Counter(values)
+    per_label = Counter(label for label, _ in mentions)
+    return [1.0 / (len(per_label) * per_label[v[0]] * mentions[v]) for v in values]
+
+
+def precision_of(counts: MatchCounts) -> float:
+    """Share of redactions that match an entity (1.0 when there was nothing to redact and none made)."""
+    if counts.predictions == 0:
+        return 1.0 if counts.gold == 0 else 0.0
+    return counts.matched / counts.predictions
+
+
+def recall_of(config: RewardConfig, counts: MatchCounts) -> float:
+    """Weighted share of the gold matched, with the right label unless ``recall="mentions"`` (1.0 with no gold)."""
+    if counts.weight_total == 0:
         return 1.0
-    return 2.0 * matched / (predictions + gold)
+    found = counts.weight_matched if config.recall == "mentions" else counts.weight_correct
+    return found / counts.weight_total
 
 
-def label_accuracy(label_correct: int, matched: int, gold: int) -> float:
-    """Share of matched redactions with the right label; 0 when nothing matched (1 if no gold)."""
-    if matched == 0:
-        return 1.0 if gold == 0 else 0.0
-    return label_correct / matched
+def f1_score(config: RewardConfig, counts: MatchCounts) -> float:
+    """Harmonic mean of ``precision_of`` and ``recall_of``; under ``reference``, ``2·matched / (pred + gold)``."""
+    precision, recall = precision_of(counts), recall_of(config, counts)
+    return 0.0 if precision + recall == 0 else 2.0 * precision * recall / (precision + recall)
+
+
+def label_accuracy(counts: MatchCounts) -> float:
+    """Weighted share of the matched gold whose redaction carries the right label.
+
+    0 when nothing matched although there was gold; 1 with no gold. With unit weights (the
+    ``reference`` preset) it is right labels / matched redactions.
+    """
+    if counts.matched == 0:
+        return 1.0 if counts.gold == 0 else 0.0
+    return counts.weight_correct / counts.weight_matched
 
 
 def utility(config: RewardConfig, *, over_redacted: int, non_pii: int, redacted: int, length: int) -> float:

@@ -8,6 +8,8 @@ Overlapping or touching redactions are masked as one piece.
 
 from __future__ import annotations
 
+import math
+
 from integrity_gym.core.spans import SpanUnion
 
 MARKER = "[REDACTED]"
@@ -39,6 +41,21 @@ def next_cursor(cursor: int, document_length: int, window_size: int) -> int:
 def prev_cursor(cursor: int, window_size: int) -> int:
     """Cursor after PREV_CHUNK."""
     return max(0, cursor - stride(window_size))
+
+
+def moves_to_end(document_length: int, window_size: int) -> int:
+    """NEXT_CHUNK steps that carry the first window to the last one."""
+    return math.ceil(last_cursor(document_length, window_size) / stride(window_size))
+
+
+def step_budget(decisions: int, document_length: int, window_size: int) -> int:
+    """Step budget of an episode: ``decisions`` plus the moves that cross the document once.
+
+    ``decisions`` counts redactions and FINISH; the NEXT_CHUNK steps needed to cross the document
+    at this window size come on top, so a narrow window never leaves an exact agent short of
+    steps. Both depend only on public sizes, never on the gold entities.
+    """
+    return decisions + moves_to_end(document_length, window_size)
 
 
 def visible_text(text: str, cursor: int, window_size: int, redacted: SpanUnion) -> str:
