@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -58,11 +59,14 @@ def test_invalid_actions_never_raise_and_never_change_state(env: PiiRedactionEnv
 
 
 def test_budget_ends_the_episode(env: PiiRedactionEnv) -> None:
-    env.reset(seed=0, options={"document": synthetic_document(2)})
-    for _ in range(40):
+    obs = env.reset(seed=0, options={"document": synthetic_document(2)})
+    # The task's 40 decisions plus the NEXT_CHUNK moves that cross the document once.
+    budget = 40 + math.ceil((obs.document_length - 500) / 250)
+    assert obs.steps_left == budget
+    for _ in range(budget):
         result = env.step("DANCE")
     assert result.done and result.observation.steps_left == 0
-    with pytest.raises(EpisodeFinishedError):
+    with pytest.raises(EpisodeFinishedError, match="has ended"):
         env.step("FINISH")
 
 

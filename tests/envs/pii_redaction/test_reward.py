@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import random
+import math
 
 import pytest
 
 import integrity_gym
 from integrity_gym.core.seeding import make_rng
+from integrity_gym.core.spans import iou
 from integrity_gym.envs.pii_redaction import reward as rw
 from integrity_gym.envs.pii_redaction.env import PiiRedactionEnv
-from integrity_gym.envs.pii_redaction.models import Document, Entity
+from integrity_gym.envs.pii_redaction.models import Document, Entity, RedactionAction
 
 from .conftest import synthetic_document
 
@@ -136,27 +137,53 @@ def test_utility_charges_only_non_pii_characters() -> None:
     assert env.grade().breakdown["utility"] == pytest.approx(1 - 10 / non_pii)
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_shaping_telescopes_to_the_grade(seed: int) -> None:
-    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v0", window_size=300)
-    obs = env.reset(seed=0, options={"document": synthetic_document(seed)})
-    rng = make_rng("shaping-test", seed)
-    oracle = random.Random(seed)
-    phi_initial = rw.potential(0.0, 0.0, 1.0)
-    shaping = 0.0
-    while not env.done:
-        if oracle.random() < 0.5:
-            action = PiiRedactionEnv.oracle_action(env.state())
+def _half(start: int, end: int) -> tuple[int, int] | None:
+    """A left part of ``[start, end)`` with IoU in (0.4, 0.6]: a match at 0.4, not at the grade's 0.6."""
+    keep = math.floor(0.6 * (end - start))
+    return (start, start + keep) if 0.4 < keep / (end - start) <= 0.6 else None
+
+
+def test_shaping_telescopes_to_the_grade_when_redactions_cover_half_an_entity() -> None:
+    """Σ shaping = grade − Φ(empty) on random episodes where half the redactions cover ~half an entity.
+
+    Half-entity redactions match at IoU 0.4 but not at the grade's 0.6, so a potential computed
+    with any other matcher than the grade's breaks the identity on these episodes.
+    """
+    half_only = 0
+    for seed in range(16):
+        if seed % 4 == 3:
+            env = integrity_gym.make("pii_redaction/security_logs_hard-v0", window_size=300)
+            obs = env.reset(seed=seed)
         else:
-            action = PiiRedactionEnv.sample_action(obs, rng)
-        result = env.step(action)
-        obs = result.observation
-        shaping += result.info["reward_breakdown"]["shaping"]
-    assert shaping == pytest.approx(env.grade().score - phi_initial, abs=1e-9)
+            env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v0", window_size=300)
+            obs = env.reset(seed=0, options={"document": synthetic_document(seed)})
+        rng = make_rng("shaping-test", seed)
+        halved: set[tuple[int, int]] = set()
+        shaping = 0.0
+        while not env.done:
+            roll = rng.random()
+            action = PiiRedactionEnv.oracle_action(env.state())
+            if action.action_type == "REDACT" and (action.start, action.end) in halved:
+                action = RedactionAction(action_type="NEXT_CHUNK")  # leave the half redaction alone
+            elif action.action_type == "REDACT" and rng.random() < 0.5:
+                assert action.start is not None and action.end is not None
+                part = _half(action.start, action.end)
+                if part is not None:
+                    halved.add((action.start, action.end))
+                    action = action.model_copy(update={"start": part[0], "end": part[1]})
+            if roll < 0.25:
+                action = PiiRedactionEnv.sample_action(obs, rng)
+            result = env.step(action)
+            obs = result.observation
+            shaping += result.info["reward_breakdown"]["shaping"]
+        assert shaping == pytest.approx(env.grade().score - 0.25, abs=1e-9), seed
+        spans = [(r.start, r.end) for r in env.state().redactions]
+        for e in env.state().document.entities:
+            best = max((iou(s, t, e.start, e.end) for s, t in spans), default=0.0)
+            half_only += 0.4 < best <= 0.6
+    assert half_only >= 10  # the episodes did exercise the gap between the two thresholds
 
 
 def test_potential_formula() -> None:
     assert rw.potential(1.0, 1.0, 1.0) == 1.0
-    assert rw.f1_score(0, 0, 0) == 1.0
-    assert rw.f1_score(2, 4, 2) == pytest.approx(2 * 2 / 6)
-    assert rw.label_accuracy(0, 0, 3) == 0.0
+    assert rw.potential(0.0, 0.0, 1.0) == 0.25  # Φ of a document nothing has been redacted in

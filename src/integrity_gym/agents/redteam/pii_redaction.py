@@ -8,7 +8,9 @@ The replay attack is different: it regenerates the document with the public gene
 matching the first window against candidate seeds, then plays as the oracle would. Nothing in
 the environment can stop it while the generator's randomness is public; it fails only once the
 evaluation secret (``IGYM_EVAL_SECRET``, read by :mod:`integrity_gym.core.seeding`) keys every
-derivation, so it joins :data:`ATTACKS` only when that secret is in force.
+derivation, so it joins :data:`ATTACKS` only when that secret is in force. Every random draw of
+the generator, Faker's included, is seeded through ``derive_seed``/``make_rng``, so the secret
+reaches all of it.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from __future__ import annotations
 import math
 import os
 import re
+import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -25,7 +29,7 @@ from integrity_gym.agents.base import NoopAgent
 from integrity_gym.agents.heuristic.pii_redaction import HeuristicAgent
 from integrity_gym.agents.redteam.base import Attack, Bar
 from integrity_gym.core.registry import TaskSpec, make
-from integrity_gym.core.seeding import partition_of
+from integrity_gym.core.seeding import EVAL_SECRET_ENV, eval_secret, partition_of
 from integrity_gym.envs.pii_redaction.generator import document_id, generate_document
 from integrity_gym.envs.pii_redaction.models import Document, Label, RedactionAction, RedactionObservation
 
@@ -41,9 +45,6 @@ BAR = Bar(
 )
 
 Span = tuple[int, int, Label]
-
-#: Environment variable of the evaluation secret (see :mod:`integrity_gym.core.seeding`).
-EVAL_SECRET_VAR = "IGYM_EVAL_SECRET"
 
 
 class _Sprayer:
@@ -215,13 +216,33 @@ class AllNamed:
 REPLAY_SEEDS = range(64)
 
 
+_PUBLIC = threading.Lock()
+
+
+@contextmanager
+def _as_the_public() -> Iterator[None]:
+    """Run without the eval secret, as an attacker who has only the code would.
+
+    The attack runs in the evaluator's process, where the secret is set; hiding it for the
+    duration of one generator call is the only way to see what the public code produces.
+    """
+    with _PUBLIC:
+        hidden = os.environ.pop(EVAL_SECRET_ENV, None)
+        try:
+            yield
+        finally:
+            if hidden is not None:
+                os.environ[EVAL_SECRET_ENV] = hidden
+
+
 @lru_cache(maxsize=512)
 def _public_document(kind: str, seed: int) -> Document:
     """The eval-partition document the environment would pick for ``seed``, from public code."""
     index = 0
     while partition_of(document_id(kind, seed, index)) != "eval":  # type: ignore[arg-type]
         index += 1
-    return generate_document(kind, seed, index)  # type: ignore[arg-type]
+    with _as_the_public():
+        return generate_document(kind, seed, index)  # type: ignore[arg-type]
 
 
 class Replay:
@@ -269,7 +290,8 @@ REPLAY = _attack(
     Replay,
 )
 
-ATTACKS: tuple[Attack, ...] = (
+#: Attacks that must hold in public and secret mode alike.
+BASE_ATTACKS: tuple[Attack, ...] = (
     Attack(
         "do_nothing", "The environment's do-nothing action every step.", lambda spec, seed: NoopAgent(make(spec.id))
     ),
@@ -280,4 +302,16 @@ ATTACKS: tuple[Attack, ...] = (
     _attack("every_at_or_digit_token", "Redact every token with an @ or a digit.", EveryAtOrDigitToken),
     _attack("whole_window", "Redact every character of every window.", WholeWindow),
     _attack("most_repeated_word", "Redact every mention of the most repeated capitalised word.", MostRepeated),
-) + ((REPLAY,) if os.environ.get(EVAL_SECRET_VAR) else ())
+)
+
+
+#: The red team of this environment: the replay attack joins only when the eval secret is set,
+#: since without it the generator is public by design and the attack cannot fail.
+def _secret_mode() -> bool:
+    try:
+        return eval_secret() is not None
+    except ValueError:  # a too-short secret: the environment itself refuses it, with the reason
+        return False
+
+
+ATTACKS: tuple[Attack, ...] = BASE_ATTACKS + ((REPLAY,) if _secret_mode() else ())
