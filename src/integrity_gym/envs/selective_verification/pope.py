@@ -4,8 +4,10 @@ POPE (Li et al., 2023) ships JSON-lines question files, one object per line, e.g
 ``{"question_id": 1, "image": "COCO_val2014_000000310196.jpg", "text": "Is there a snowboard in
 the image?", "label": "yes"}``; the Hugging Face re-formatting uses ``question``, ``answer`` and
 ``image_source`` instead. Both spellings are read. Images come from a folder the user has (COCO
-``val2014``); nothing is downloaded. Rows are assigned to train/eval by the SHA-256 of the image
-name, so every question about a picture lands in the same partition.
+``val2014``); nothing is downloaded. Rows are assigned to train/eval by the SHA-256 of the
+picture's id — the file name without folder or image extension, since one format writes
+``X.jpg`` where the other writes ``X`` — so every question about a picture lands in the same
+partition whichever format it comes from.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from integrity_gym.core.seeding import partition_of, stable_id
 from integrity_gym.envs.selective_verification.models import Item
 
 _QUESTION = re.compile(r"^\s*is there (?:an? |any |some )?(.+?) in the (?:image|picture|photo)\s*\?*\s*$", re.I)
+_IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 _YES = {"yes", "true", "1"}
 _NO = {"no", "false", "0"}
 #: Longest side of a POPE picture once re-encoded for the observation.
@@ -45,6 +48,19 @@ def claim_from_question(question: str) -> tuple[str, str]:
     obj = m.group(1).strip()
     article = "an" if obj[:1].lower() in "aeiou" else "a"
     return obj, f"There is {article} {obj} in the image."
+
+
+def picture_id(image: str) -> str:
+    """Return the id of a POPE picture: ``dir/COCO_val2014_000000310196.jpg`` -> ``COCO_val2014_000000310196``.
+
+    Both POPE spellings of one picture (``image`` with an extension, ``image_source`` without)
+    give the same id, which keys the train/eval partition.
+    """
+    name = image.strip().replace("\\", "/").rsplit("/", 1)[-1]
+    for suffix in _IMAGE_SUFFIXES:
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 class PopeSource:
@@ -75,7 +91,8 @@ class PopeSource:
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{qpath}:{lineno}: not JSON ({exc.msg})") from exc
             image = str(_first(row, "image", "image_source"))
-            if partition != "all" and partition_of(image, eval_fraction) != partition:
+            picture = picture_id(image)
+            if partition != "all" and partition_of(picture, eval_fraction) != partition:
                 continue
             category, claim = claim_from_question(str(_first(row, "text", "question")))
             answer = str(_first(row, "label", "answer")).strip().lower()
@@ -87,7 +104,7 @@ class PopeSource:
             qid = row.get("question_id", lineno)
             self.items.append(
                 Item(
-                    item_id=f"pope-{self.split}-{stable_id('pope', self.split, image, qid, claim)}",
+                    item_id=f"pope-{self.split}-{stable_id('pope', self.split, picture, qid, claim)}",
                     source="pope",
                     split=self.split,
                     modality="image",
