@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import base64
 import io
+import itertools
 import json
 import re
 from functools import cache
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 from scipy.fft import next_fast_len
+from scipy.optimize import isotonic_regression
 
 from integrity_gym.core.registry import TaskSpec
 from integrity_gym.envs.selective_verification import glyphs
@@ -133,20 +135,22 @@ def match_score(picture: np.ndarray, category: str) -> float:
 
 
 def fit_isotonic(scores: list[float], labels: list[bool]) -> dict[str, list[float]]:
-    """Fit P(label | score) by pool-adjacent-violators; return breakpoints and probabilities."""
+    """Fit P(label | score) by isotonic regression; return breakpoints and probabilities.
+
+    scipy's pool-adjacent-violators gives the blocks; adjacent blocks with the same mean are
+    merged, so each breakpoint marks a change of probability.
+    """
     order = np.argsort(scores, kind="stable")
     xs = np.asarray(scores, dtype=np.float64)[order]
     ys = np.asarray(labels, dtype=np.float64)[order]
-    blocks: list[list[float]] = []  # [sum_y, count, min_x, max_x]
-    for x, y in zip(xs, ys, strict=True):
-        blocks.append([y, 1.0, x, x])
-        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] >= blocks[-1][0] / blocks[-1][1]:
-            top = blocks.pop()
-            blocks[-1] = [blocks[-1][0] + top[0], blocks[-1][1] + top[1], blocks[-1][2], top[3]]
-    # Laplace-smoothed block means keep probabilities away from 0 and 1 on small blocks.
-    centers = [(b[2] + b[3]) / 2 for b in blocks]
-    # Smoothing can break monotonicity on tiny end blocks; a running maximum restores it.
-    probs = np.maximum.accumulate([(b[0] + 1.0) / (b[1] + 2.0) for b in blocks]).tolist()
+    fit = isotonic_regression(ys)
+    starts = [int(b) for b in fit.blocks[:-1] if b == 0 or fit.x[b] != fit.x[b - 1]]
+    bounds = [*starts, xs.size]
+    blocks = [(ys[lo:hi].sum(), hi - lo, xs[lo], xs[hi - 1]) for lo, hi in itertools.pairwise(bounds)]
+    centers = [(lo + hi) / 2 for _, _, lo, hi in blocks]
+    # Laplace-smoothed block means keep probabilities away from 0 and 1 on small blocks; the
+    # smoothing can break monotonicity on tiny end blocks, and a running maximum restores it.
+    probs = np.maximum.accumulate([(hits + 1.0) / (count + 2.0) for hits, count, _, _ in blocks]).tolist()
     return {"scores": [round(c, 6) for c in centers], "probs": [round(p, 6) for p in probs]}
 
 
@@ -223,9 +227,13 @@ class BlindAgent:
     def __init__(self, spec: TaskSpec, seed: int = 0) -> None:
         self._prior = blind_prior(_config(spec))
 
+    def probability(self, observation: VerificationObservation) -> float:
+        """Return P(claim true | claim text)."""
+        return self._prior.get(observation.claim, 0.5)
+
     def act(self, observation: VerificationObservation) -> VerificationAction:
         """Answer from the claim text alone."""
-        return honest_answer(self._prior.get(observation.claim, 0.5), observation.threshold)
+        return honest_answer(self.probability(observation), observation.threshold)
 
 
 class PosteriorAgent:
