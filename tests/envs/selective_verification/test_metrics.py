@@ -74,27 +74,12 @@ def test_undefined_metrics_are_none() -> None:
 
 
 def test_bad_inputs_are_refused() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"confidences must be finite and in \[0, 1\]"):
         ece([0.5, 1.2], [1, 0])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="confidence has 1 items but correct has 2"):
         aurc([0.5], [1, 0])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="correct must hold 0/1"):
         ece([0.5], [0.3])
-
-
-def test_bootstrap_intervals_bracket_the_estimate_and_are_reproducible() -> None:
-    rng = np.random.default_rng(3)
-    n = 300
-    conf = np.round(rng.uniform(0.5, 1.0, n), 2)
-    correct = (rng.random(n) < conf).astype(float)
-    answered = (rng.random(n) < 0.8).astype(float)
-    sel = Selective.build(answered, correct, conf, rng.random(n))
-    point = sel.metrics()
-    ci = sel.bootstrap(100, seed=0)
-    assert ci == sel.bootstrap(100, seed=0)
-    for key in ("accuracy", "coverage", "brier", "aurc", "mean_reward"):
-        lo, hi = ci[key]  # type: ignore[misc]
-        assert lo <= point[key] <= hi  # type: ignore[operator]
 
 
 def test_matches_scikit_learn_brier_when_available() -> None:

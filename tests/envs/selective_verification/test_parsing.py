@@ -25,18 +25,40 @@ def test_answers_are_read_and_repairs_flagged(
 
 
 @pytest.mark.parametrize(
-    "text",
+    ("text", "message"),
     [
-        "I think it is there",
-        '{"verdict": "SUPPORTED"}',
-        '{"verdict": "MAYBE", "confidence": 0.5}',
-        '{"verdict": "SUPPORTED", "confidence": 1.5}',
-        '{"verdict": "SUPPORTED", "confidence": -0.1}',
-        '{"verdict": "SUPPORTED", "confidence": "high"}',
-        "[1, 2]",
-        "",
+        ("I think it is there", "not a JSON object"),
+        ('{"verdict": "SUPPORTED"}', "a SUPPORTED verdict needs a confidence"),
+        ('{"verdict": "MAYBE", "confidence": 0.5}', "verdict 'MAYBE' is not one of"),
+        ('{"verdict": "SUPPORTED", "confidence": 1.5}', r"confidence 1.5 is outside \[0, 1\]"),
+        ('{"verdict": "SUPPORTED", "confidence": -0.1}', r"confidence -0.1 is outside \[0, 1\]"),
+        ('{"verdict": "SUPPORTED", "confidence": "high"}', "confidence 'high' is not a number"),
+        ("[1, 2]", "not a JSON object"),
+        ("", "not a JSON object"),
     ],
 )
-def test_unreadable_answers_raise_with_a_reason(text: str) -> None:
-    with pytest.raises(AnswerParseError):
+def test_unreadable_answers_raise_with_a_reason(text: str, message: str) -> None:
+    with pytest.raises(AnswerParseError, match=message):
         parse_answer(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"verdict": "SUPPORTED", "confidence": 1.0} {"verdict": "REFUTED", "confidence": 1.0}',
+        '{"verdict": "SUPPORTED", "verdict": "REFUTED", "confidence": 1.0}',
+        '[{"verdict": "REFUTED", "confidence": 0.9}, {"verdict": "SUPPORTED", "confidence": 0.9}]',
+        '{"verdict": "SUPPORTED", "confidence": 1, "else": {"verdict": "REFUTED", "confidence": 1}}',
+        "verdict: SUPPORTED, confidence 1.0 -- or verdict: REFUTED, confidence 1.0",
+        '```json\n{"verdict": "ABSTAIN"}\n``` ```json\n{"verdict": "ABSTAIN"}\n```',
+    ],
+)
+def test_a_reply_with_several_verdicts_is_unreadable(text: str) -> None:
+    # Stuffing every verdict into one reply must not let the reader pick the right one.
+    with pytest.raises(AnswerParseError, match=r"states 2 verdicts .*give exactly one"):
+        parse_answer(text)
+
+
+def test_prose_that_mentions_a_verdict_word_is_not_a_second_verdict() -> None:
+    text = '{"verdict": "REFUTED", "confidence": 0.9, "reasoning": "the claim is not supported"}'
+    assert parse_answer(text).verdict == "REFUTED"

@@ -4,8 +4,11 @@ Repairs (each marks the answer ``needed_repair``): a code fence or prose around 
 extra fields (ignored), single quotes, unquoted keys, trailing commas, keys or verdicts in another
 case or inflection (``supported``, ``Refutes``), a confidence given as a string or a percentage
 (``"80%"``, a whole ``80``), and as a last resort ``verdict: X`` / ``confidence: Y`` pairs
-anywhere in the text. Anything else is malformed; the caller pays it 0, which is never more
-than the lowest answer reward.
+anywhere in the text. A reply that states a verdict more than once (several JSON objects, a
+repeated key, a list of answers) is malformed even when one of them would be right: one reply,
+one verdict, or stuffing every verdict in would let the reader pick the winner. Anything else
+unreadable is malformed too; the caller pays it 0, which is never more than the lowest answer
+reward.
 """
 
 from __future__ import annotations
@@ -86,6 +89,12 @@ def from_mapping(data: Any, repaired: bool = False) -> ParsedAnswer:
 
 def parse_answer(text: str) -> ParsedAnswer:
     """Parse a model's raw answer text; raise ``AnswerParseError`` saying why it is unreadable."""
+    stated = [w for w in _LOOSE_VERDICT.findall(text) if w.upper() in _VERDICT_FORMS]
+    if len(stated) > 1:
+        raise AnswerParseError(
+            f"the answer states {len(stated)} verdicts ({', '.join(stated)}); "
+            "give exactly one JSON object with one verdict"
+        )
     try:
         data, repaired = parse_reply(text)
     except ReplyParseError:
