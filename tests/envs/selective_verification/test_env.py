@@ -51,7 +51,9 @@ def test_raw_text_is_parsed_and_repair_recorded() -> None:
     assert metrics["confidence_sum"] == 0.9 and metrics["brier_sum"] == pytest.approx(0.01)
     grade = env.grade()
     assert grade.breakdown["needed_repair"] == 1.0 and grade.breakdown["correct"] == 1.0
-    assert grade.score == pytest.approx(0.99) and grade.success  # the grade is the proper reward
+    assert grade.score == pytest.approx(0.99)  # the grade is the proper reward
+    # No single episode succeeds; the task's threshold is on the mean grade.
+    assert not grade.success and grade.threshold == pytest.approx(1 - (1 - 0.7236068) ** 2)
 
 
 def test_malformed_answer_pays_zero_and_ends_the_episode() -> None:
@@ -93,21 +95,21 @@ def test_log_rule_and_custom_payoff() -> None:
 
 
 @pytest.mark.parametrize(
-    "config",
+    ("config", "message"),
     [
-        {"split": "nope"},
-        {"partition": "test"},
-        {"num_tasks": 0},
-        {"abstain_reward": 0.7},
-        {"scoring_rule": "log", "abstain_reward": 0.9},
-        {"epsilon": 0.0},
-        {"difficulty": "extreme"},
-        {"unknown_key": 1},
-        {"source": "pope"},
+        ({"split": "nope"}, "split: Input should be 'balanced'"),
+        ({"partition": "test"}, "partition: Input should be 'train'"),
+        ({"num_tasks": 0}, "num_tasks: Input should be greater than or equal to 1"),
+        ({"abstain_reward": 0.7}, r"abstain_reward=0.7 is dominated under the brier rule"),
+        ({"scoring_rule": "log", "abstain_reward": 0.9}, r"abstain_reward=0.9 is dominated under the log rule"),
+        ({"epsilon": 0.0}, "epsilon: Input should be greater than 0"),
+        ({"difficulty": "extreme"}, "difficulty: Input should be 'easy'"),
+        ({"unknown_key": 1}, "unknown_key: Extra inputs are not permitted"),
+        ({"source": "pope"}, "source='pope' needs pope_questions"),
     ],
 )
-def test_bad_config_is_a_value_error(config: dict[str, object]) -> None:
-    with pytest.raises(ValueError):
+def test_bad_config_is_a_value_error(config: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
         make(**config)
 
 
@@ -153,7 +155,10 @@ def test_summarize_reports_dataset_metrics_and_blind_baseline() -> None:
         "aurc",
         "e_aurc",
         "mean_reward",
-        "reward_gain",
+        "skill",
+        "skill_ci_low",
+        "blind_skill",
+        "skill_over_blind_ci_high",
         "blind_mean_reward",
         "blind_accuracy",
         "ece_ci_low",
@@ -264,5 +269,31 @@ def test_spec_mismatch_is_refused() -> None:
         max_steps=1,
         entry="integrity_gym.envs.selective_verification.env:SelectiveVerificationEnv",
     )
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="belongs to 'pii_redaction', not 'selective_verification'"):
         SelectiveVerificationEnv(other)
+
+
+def test_pope_partition_keys_one_picture_the_same_in_both_file_formats(tmp_path: Path) -> None:
+    from integrity_gym.envs.selective_verification.pope import PopeSource, picture_id
+
+    images = tmp_path / "val2014"
+    images.mkdir()
+    pictures = [f"COCO_val2014_{i:012d}" for i in range(60)]
+    rows = []
+    for i, name in enumerate(pictures):
+        (images / f"{name}.jpg").write_bytes(b"")  # the loader only checks that the file is there
+        # POPE's own format names the file, the Hugging Face one the picture without extension.
+        rows.append({"question_id": i, "image": f"{name}.jpg", "text": "Is there a dog in the image?", "label": "yes"})
+        rows.append(
+            {"question_id": i, "image_source": name, "question": "Is there a cat in the image?", "answer": "no"}
+        )
+    qfile = tmp_path / "coco_pope_popular.json"
+    qfile.write_text("\n".join(json.dumps(r) for r in rows))
+    where: dict[str, set[str]] = {}
+    for partition in ("train", "eval"):
+        for item in PopeSource(qfile, images, partition).items:
+            where.setdefault(Path(item.image_path or "").stem, set()).add(partition)
+    assert set(where) == set(pictures)
+    assert all(len(parts) == 1 for parts in where.values())  # no picture on both sides
+    assert {p for parts in where.values() for p in parts} == {"train", "eval"}
+    assert picture_id("val2014/COCO_val2014_000000000001.JPG") == picture_id("COCO_val2014_000000000001")

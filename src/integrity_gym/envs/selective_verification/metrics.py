@@ -217,27 +217,3 @@ class Selective:
             "e_aurc": None if curve is None else curve[1],
             "mean_reward": float((w * self.reward).sum() / n),
         }
-
-    def bootstrap(self, resamples: int, seed: int = 0, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
-        """Return percentile bootstrap intervals of ``metrics`` (episodes resampled with replacement)."""
-        from integrity_gym.core.seeding import make_np_rng
-
-        n = self.answered.size
-        rng = make_np_rng("selective_verification/bootstrap", seed, n)
-        draws: dict[str, list[float]] = {}
-        for _ in range(resamples):
-            w = rng.multinomial(n, np.full(n, 1.0 / n)).astype(np.float64)
-            for key, value in self.metrics(w).items():
-                if value is not None:
-                    draws.setdefault(key, []).append(value)
-        alpha = (1.0 - level) / 2
-        out: dict[str, tuple[float, float] | None] = {}
-        for key in self.metrics():
-            values = draws.get(key)
-            # An interval is reported only when the metric was defined in (almost) every resample.
-            if not values or len(values) < 0.9 * resamples:
-                out[key] = None
-            else:
-                lo, hi = np.quantile(values, [alpha, 1.0 - alpha])
-                out[key] = (float(lo), float(hi))
-        return out

@@ -1,0 +1,147 @@
+"""The grade and the summary: honest reporting is never outscored, and no figure depends on order."""
+
+import random
+
+import pytest
+
+import integrity_gym
+from integrity_gym.agents import make_agent
+from integrity_gym.core.types import Grade
+from integrity_gym.envs.selective_verification.env import SelectiveVerificationEnv
+from integrity_gym.envs.selective_verification.grader import INTERVAL_KEYS, skill
+from integrity_gym.envs.selective_verification.models import VerificationAction
+
+TEXT = "selective_verification/text-v0"
+
+
+def restate(action: VerificationAction, p_true: float, mode: str) -> VerificationAction:
+    """The same belief reported dishonestly: more confident, or answering instead of abstaining."""
+    verdict = "SUPPORTED" if p_true >= 0.5 else "REFUTED"
+    honest = max(p_true, 1.0 - p_true)
+    if mode == "honest":
+        return action
+    if mode == "answer_all":  # never abstain, honest confidence
+        return VerificationAction(verdict=verdict, confidence=honest)
+    if mode == "answer_all_sure":  # never abstain, confidence 1
+        return VerificationAction(verdict=verdict, confidence=1.0)
+    if action.verdict == "ABSTAIN":
+        return action
+    stretch = {"inflate_half": 0.5, "inflate_full": 1.0}[mode]
+    return VerificationAction(verdict=verdict, confidence=honest + stretch * (1.0 - honest))
+
+
+MODES = ("honest", "inflate_half", "inflate_full", "answer_all", "answer_all_sure")
+
+
+def expected_figures(n: int) -> dict[str, dict[str, float]]:
+    """Exact expected mean grade, success rate and skill of each reporting mode on ``n`` text items.
+
+    The posterior agent's belief is the item's true probability; each episode is graded under
+    both labels (the env's own counterfactual flips the label) and weighted by that probability.
+    """
+    env = integrity_gym.make(TEXT, num_tasks=n)
+    twin = integrity_gym.make(TEXT, num_tasks=n)
+    agent = make_agent("posterior", env)
+    totals = {mode: {"grade": 0.0, "success": 0.0} for mode in MODES}
+    for seed in range(n):
+        obs = env.reset(seed=seed)
+        state = env.state()
+        p_true = state.item.true_probability
+        assert p_true is not None
+        p_label = p_true if state.item.label else 1.0 - p_true
+        flipped = SelectiveVerificationEnv.counterfactual(state, random.Random(seed))
+        honest = agent.act(obs)
+        for mode in MODES:
+            action = restate(honest, p_true, mode)
+            env.load_state(state)
+            env.step(action)
+            twin.load_state(flipped)
+            twin.step(action)
+            a, b = env.grade(), twin.grade()
+            totals[mode]["grade"] += p_label * a.score + (1 - p_label) * b.score
+            totals[mode]["success"] += p_label * a.success + (1 - p_label) * b.success
+    out = {}
+    for mode, t in totals.items():
+        mean = t["grade"] / n
+        out[mode] = {"mean_grade": mean, "success_rate": t["success"] / n, "skill": skill(mean, 0.8)}
+    return out
+
+
+def test_no_figure_rises_when_confidence_is_inflated() -> None:
+    figures = expected_figures(300)
+    honest = figures["honest"]
+    for mode in MODES[1:]:
+        for key, value in figures[mode].items():
+            assert value <= honest[key] + 1e-12, (mode, key, value, honest[key])
+        # Inflation costs grade and skill outright (the rule is strictly proper).
+        assert figures[mode]["mean_grade"] < honest["mean_grade"] - 1e-3, mode
+    assert honest["skill"] > 0  # the exact posterior beats always abstaining
+
+
+@pytest.mark.parametrize("task", [s.id for s in integrity_gym.list_tasks("selective_verification/*")])
+def test_no_single_episode_is_a_success(task: str) -> None:
+    # Even a sure and right answer: a per-episode flag that abstaining cannot earn would pay an
+    # unsure agent for answering. Success is the task's mean grade against its threshold.
+    env = integrity_gym.make(task, num_tasks=5)
+    oracle = make_agent("oracle", env)
+    for seed in range(5):
+        env.reset(seed=seed)
+        env.step(oracle.act(env.observation()))
+        grade = env.grade()
+        assert grade.score == 1.0 and not grade.success
+        assert grade.threshold == pytest.approx(0.9236068, abs=1e-6)
+
+
+def text_grades(n: int) -> list[Grade]:
+    env = integrity_gym.make(TEXT, num_tasks=n)
+    grades = []
+    for name in ("posterior", "random", "blind"):
+        agent = make_agent(name, env, seed=1)
+        for seed in range(n):
+            obs = env.reset(seed=seed)
+            env.step(agent.act(obs))
+            grades.append(env.grade())
+    return grades
+
+
+def test_summary_does_not_depend_on_input_order() -> None:
+    grades = text_grades(60)
+    base = SelectiveVerificationEnv.summarize(grades)
+    rng = random.Random(0)
+    for _ in range(3):
+        shuffled = grades[:]
+        rng.shuffle(shuffled)
+        assert SelectiveVerificationEnv.summarize(shuffled) == base
+
+
+def test_summary_reports_skill_against_abstaining_and_the_blind_baseline() -> None:
+    grades = text_grades(60)
+    s = SelectiveVerificationEnv.summarize(grades)
+    mean = sum(g.score for g in grades) / len(grades)
+    blind = sum(g.breakdown["blind_reward"] for g in grades) / len(grades)
+    assert s["mean_reward"] == pytest.approx(mean) and s["abstain_reward"] == 0.8
+    assert s["skill"] == pytest.approx((mean - 0.8) / 0.2)
+    assert s["blind_skill"] == pytest.approx((blind - 0.8) / 0.2)
+    assert s["skill_over_blind"] == pytest.approx(s["skill"] - s["blind_skill"])  # type: ignore[operator]
+    assert s["threshold_skill"] == pytest.approx((0.9236068 - 0.8) / 0.2, abs=1e-6)
+    for key in INTERVAL_KEYS:
+        low, high, point = s[f"{key}_ci_low"], s[f"{key}_ci_high"], s[key]
+        assert low is not None and high is not None and point is not None, key
+        assert low <= point <= high and low < high, key
+
+
+def test_always_abstaining_has_zero_skill_and_the_oracle_one() -> None:
+    env = integrity_gym.make("selective_verification/balanced-v0", num_tasks=30)
+    by_agent = {}
+    for name in ("noop", "oracle"):
+        agent = make_agent(name, env)
+        grades = []
+        for seed in range(30):
+            obs = env.reset(seed=seed)
+            env.step(agent.act(obs))
+            grades.append(env.grade())
+        by_agent[name] = SelectiveVerificationEnv.summarize(grades)
+    assert by_agent["noop"]["skill"] == pytest.approx(0.0) and by_agent["oracle"]["skill"] == pytest.approx(1.0)
+    # Nothing answered: accuracy and its interval are undefined, skill's interval is a point.
+    assert by_agent["noop"]["accuracy_ci_low"] is None
+    assert by_agent["noop"]["skill_ci_low"] == pytest.approx(0.0)
