@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from integrity_gym.client import AdminTokenError, AsyncRemoteEnv, RemoteEnv
+from integrity_gym.client import AdminTokenError, AsyncRemoteEnv, EpisodeNotDoneError, RemoteEnv
 from integrity_gym.core.env import EpisodeFinishedError, NotResetError
 from tests.server.episodes import SPECS, TASK_IDS, build, reference
 from tests.server.servers import ADMIN_TOKEN, ServerProcess
@@ -52,13 +52,20 @@ def test_async_client_equals_in_process(server: ServerProcess, task_id: str, tra
 
 
 @pytest.mark.parametrize("transport", ["ws", "http"])
-def test_state_needs_the_admin_token(server: ServerProcess, transport: str) -> None:
+def test_state_and_early_grade_need_the_admin_token(server: ServerProcess, transport: str) -> None:
     task_id = TASK_IDS[-1]
     with RemoteEnv(server.url, task_id, spec=SPECS[task_id], transport=transport, admin_token="wrong") as env:
         env.reset(seed=1)
-        with pytest.raises(AdminTokenError):
+        with pytest.raises(AdminTokenError, match="admin token"):
             env.state()
-        assert env.grade().score >= 0.0  # the session is still usable
+        with pytest.raises(EpisodeNotDoneError, match="once the episode has ended"):
+            env.grade()
+        # The session is still usable, and the grade comes once the episode is over.
+        assert env.step({"kind": "FINISH"}).done
+        assert env.grade().score >= 0.0
+    with RemoteEnv(server.url, task_id, spec=SPECS[task_id], transport=transport, admin_token=ADMIN_TOKEN) as env:
+        env.reset(seed=1)
+        assert env.grade().score >= 0.0  # the admin may read it any time
 
 
 @pytest.mark.parametrize("transport", ["ws", "http"])

@@ -68,7 +68,7 @@ def test_websocket_bad_messages_get_openenv_error_codes(server: ServerProcess, e
         too_big = json.dumps({"type": "step", "data": {"x": "a" * (1 << 20)}})
         assert error_code(ask(ws, too_big)) == "VALIDATION_ERROR"
         # The connection survives every error above.
-        assert ask(ws, json.dumps({"type": "grade"}))["type"] == "grade"
+        assert ask(ws, json.dumps({"type": "state"}))["type"] == "state"
     finally:
         ws.close()
 
@@ -116,7 +116,7 @@ def test_http_bad_requests_get_documented_4xx(http: httpx.Client, env_name: str)
             check(http.post(f"/{other}/step", json={"session_id": session, "action": {}}), 404, "SESSION_NOT_FOUND")
     # The scenario view has ids and the observation, never the full state.
     scenario = http.get(f"{base}/scenario/{session}").json()
-    assert set(scenario) == {"task_id", "seed", "episode_id", "step_count", "done", "session_id", "observation"}
+    assert set(scenario) == {"task_id", "step_count", "done", "session_id", "observation"}
 
     # A chunked body over the limit is cut off too.
     def chunks() -> Iterator[bytes]:
@@ -179,7 +179,7 @@ def test_a_server_side_failure_is_a_500_with_a_request_id_and_nothing_leaked() -
         reply = ask(ws, json.dumps({"type": "step", "data": {"kind": "ADD", "amount": 1}}))
         assert error_code(reply) == "EXECUTION_ERROR" and reply["data"]["error_type"] == "InternalError"
         assert SECRET not in json.dumps(reply)
-        assert ask(ws, json.dumps({"type": "grade"}))["type"] == "grade"
+        assert ask(ws, json.dumps({"type": "state"}))["type"] == "state"
         ws.close()
         # The failure and its request id are in the server's own log, for the operator.
         assert any(body["request_id"] in line for line in srv.log)

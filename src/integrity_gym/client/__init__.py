@@ -3,6 +3,7 @@
 from integrity_gym.client.client import AsyncRemoteEnv, RemoteEnv
 from integrity_gym.client.protocol import (
     AdminTokenError,
+    EpisodeNotDoneError,
     RemoteError,
     RemoteValidationError,
     ServerCapacityError,
@@ -12,6 +13,7 @@ from integrity_gym.client.protocol import (
 __all__ = [
     "AdminTokenError",
     "AsyncRemoteEnv",
+    "EpisodeNotDoneError",
     "RemoteEnv",
     "RemoteError",
     "RemoteValidationError",

@@ -43,7 +43,7 @@ from integrity_gym.core.types import Grade, StepResult
 
 Transport = Literal["ws", "http"]
 #: Error codes after which the server closes the WebSocket.
-_FATAL_CODES = frozenset({"CAPACITY_REACHED", "SESSION_ERROR"})
+_FATAL_CODES = frozenset({"CAPACITY_REACHED", "SESSION_ERROR", "SESSION_STORE_UNAVAILABLE"})
 
 
 def _transport_failure(
@@ -289,7 +289,7 @@ class RemoteEnv(_Base):
         return self._on_state(self._http_call("GET", f"/state/{self.session_id}", retry=True))
 
     def grade(self) -> Grade:
-        """Grade the episode so far."""
+        """Grade the finished episode (``EpisodeNotDoneError`` before, unless holding the admin token)."""
         self._require_started()
         if self.transport == "ws":
             return parse_grade(self._ws_call({"type": "grade"}))
@@ -452,7 +452,7 @@ class AsyncRemoteEnv(_Base):
         return self._on_state(await self._http_call("GET", f"/state/{self.session_id}", retry=True))
 
     async def grade(self) -> Grade:
-        """Grade the episode so far."""
+        """Grade the finished episode (``EpisodeNotDoneError`` before, unless holding the admin token)."""
         self._require_started()
         if self.transport == "ws":
             return parse_grade(await self._ws_call({"type": "grade"}))

@@ -34,6 +34,10 @@ class SessionLostError(RemoteError, ConnectionError):
     """The session is gone (closed, expired, or its connection dropped mid-episode): reset again."""
 
 
+class EpisodeNotDoneError(RemoteError):
+    """A remote grade is given once the episode has ended (or with the server's admin token)."""
+
+
 class AdminTokenError(RemoteError, PermissionError):
     """Full state (ground truth) needs the server's admin token (``admin_token=`` or IGYM_ADMIN_TOKEN)."""
 
@@ -110,6 +114,8 @@ def ws_error(data: Mapping[str, Any]) -> Exception:
         return local(message)
     if code == "CAPACITY_REACHED":
         return ServerCapacityError(message, code, data)
+    if code == "EPISODE_NOT_DONE":
+        return EpisodeNotDoneError(message, code, data)
     if code in {"VALIDATION_ERROR", "INVALID_JSON", "UNKNOWN_TYPE"}:
         return RemoteValidationError(message, code, data)
     if code == "SESSION_ERROR":
@@ -129,6 +135,8 @@ def http_error(status: int, body: bytes) -> Exception:
     code = str(data.get("code") or f"HTTP_{status}")
     if code == "EPISODE_FINISHED":
         return EpisodeFinishedError(message)
+    if code == "EPISODE_NOT_DONE":
+        return EpisodeNotDoneError(message, code, data)
     if status == 503 and code == "CAPACITY_REACHED":
         return ServerCapacityError(message, code, data)
     if status == 404 and code == "SESSION_NOT_FOUND":

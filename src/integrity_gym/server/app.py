@@ -21,16 +21,15 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 import integrity_gym
 from integrity_gym.core.env import Env
 from integrity_gym.core.registry import TaskSpec, list_tasks
-from integrity_gym.core.types import State
 from integrity_gym.server.security import (
     ApiError,
     BodyLimitMiddleware,
@@ -126,8 +125,8 @@ class ResetRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     task: str | None = Field(default=None, description="Task id of this environment (default: its first task).")
-    difficulty: str | None = Field(
-        default=None, description="Pick this environment's task of this tier ('easy', 'medium', 'hard')."
+    difficulty: Literal["easy", "medium", "hard"] | None = Field(
+        default=None, description="Pick this environment's task of this tier."
     )
     seed: int | None = Field(default=None, description="Seed of the episode; the same seed gives the same episode.")
     scenario_id: str | int | None = Field(default=None, description="A specific item, by id or index.")
@@ -156,6 +155,21 @@ class EnvService:
     def store(self) -> SessionStore:
         """The session store shared by every environment of this server."""
         return self.holder.store
+
+    @cached_property
+    def reset_model(self) -> type[ResetRequest]:
+        """``ResetRequest`` narrowed to this environment: ``task`` and ``difficulty`` list its choices."""
+        names = sorted({n for s in self.tasks for n in (s.id, f"{s.env}/{s.name}", s.name)})
+        tiers = sorted({s.tier for s in self.tasks})
+        task_type: Any = Literal[tuple(names)] | None
+        tier_type: Any = Literal[tuple(tiers)] | None
+        model: type[ResetRequest] = create_model(
+            "".join(part.title() for part in self.name.split("_")) + "ResetRequest",
+            __base__=ResetRequest,
+            task=(task_type, Field(default=None, description=f"One of {self.name}'s tasks.")),
+            difficulty=(tier_type, Field(default=None, description="Pick the task of this tier.")),
+        )
+        return model
 
     def resolve_task(self, request: ResetRequest) -> TaskSpec:
         """The task a reset asks for; ``ApiError`` 422 with the choices when it names none of ours."""
@@ -233,9 +247,14 @@ class EnvService:
         }
 
 
+#: The fields of a state anyone may see. Not the seed (with the public generator it rebuilds the
+#: episode and its labels) nor the episode id (derived from the seed, so a search could find it).
+PUBLIC_STATE_FIELDS = frozenset({"task_id", "step_count", "done"})
+
+
 def public_state(env: AnyEnv) -> dict[str, Any]:
-    """The part of the state anyone may see: ids and counters, no ground truth."""
-    data: dict[str, Any] = env.state().model_dump(mode="json", include=set(State.model_fields))
+    """The part of the state anyone may see: the task and counters, nothing hidden."""
+    data: dict[str, Any] = env.state().model_dump(mode="json", include=set(PUBLIC_STATE_FIELDS))
     return data
 
 
@@ -263,7 +282,7 @@ def _group(tasks: Sequence[TaskSpec]) -> dict[str, list[TaskSpec]]:
 
 def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | None = None) -> FastAPI:
     """Build the server for ``tasks`` (default: every registered task) with ``config``."""
-    from integrity_gym.server.http import build_env_router
+    from integrity_gym.server.http import build_env_router, health_reply
     from integrity_gym.server.ws import add_ws_route
 
     config = config or ServerConfig(admin_token=admin_token_from_env())
@@ -314,9 +333,17 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
     install_error_handlers(app)
     services = {name: EnvService(name, env_specs, config, holder) for name, env_specs in groups.items()}
 
-    @app.get("/health", tags=["server"], summary="Liveness and session counts")
+    @app.get(
+        "/health",
+        tags=["server"],
+        summary="Liveness and session counts; 503 when the session store is down",
+        responses={503: {"description": "Unhealthy: the session store cannot be reached (SESSION_STORE_UNAVAILABLE)."}},
+    )
     async def health() -> JSONResponse:
         store = holder.store
+        reply = await health_reply(store)
+        if reply.status_code != 200:
+            return reply
         return JSONResponse(
             {"status": "healthy", "envs": list(services), "sessions": await store.count(), **store.describe()}
         )

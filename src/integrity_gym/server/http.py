@@ -2,28 +2,54 @@
 
 OpenEnv's own HTTP ``/reset`` and ``/step`` build a fresh environment per request and keep
 nothing; here ``POST /reset`` opens a session and returns its id, and every later request names
-it. Errors are JSON ``{"detail", "code"}`` with a 4xx status: 404 ``SESSION_NOT_FOUND``, 409
-``EPISODE_FINISHED``, 422 ``VALIDATION_ERROR``, 503 ``CAPACITY_REACHED`` (with Retry-After),
-401/403 for the admin token.
+it. Nothing hidden leaves before the episode ends: ``/grade`` answers once the episode is done
+(409 ``EPISODE_NOT_DONE`` before, unless the admin token is presented), ``/scenario`` shows ids,
+counters and the observation only (no seed: with the public generator a seed rebuilds the episode
+and its labels), and the full state needs the admin token. Only HTTP sessions are reachable here;
+a WebSocket's session belongs to its connection.
+
+Errors are JSON ``ErrorBody`` with a 4xx status: 404 ``SESSION_NOT_FOUND``, 409
+``EPISODE_FINISHED`` / ``EPISODE_NOT_DONE`` / ``SESSION_BUSY``, 413 ``BODY_TOO_LARGE``, 422
+``VALIDATION_ERROR``, 503 ``CAPACITY_REACHED`` or ``SESSION_STORE_UNAVAILABLE`` (with
+Retry-After), 401/403 for the admin token.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import json
-from typing import Any
+import typing
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Generic, TypeVar
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.routing import Route
 
-from integrity_gym.core.env import EpisodeFinishedError, NotResetError
-from integrity_gym.core.types import Grade
-from integrity_gym.server.app import EnvService, ResetRequest, public_state
-from integrity_gym.server.security import ApiError, presented_token, require_admin
-from integrity_gym.server.sessions import CapacityError, SessionBusyError, SessionNotFoundError
+from integrity_gym.core.env import EpisodeFinishedError
+from integrity_gym.core.types import Grade, ObsT, StepResult
+from integrity_gym.server.app import EnvService, public_state
+from integrity_gym.server.security import (
+    ApiError,
+    ErrorBody,
+    is_admin,
+    json_too_deep,
+    presented_token,
+    require_admin,
+    too_deep_message,
+)
+from integrity_gym.server.sessions import (
+    CapacityError,
+    Session,
+    SessionBusyError,
+    SessionNotFoundError,
+    SessionStore,
+    StoreUnavailableError,
+)
 
 
 class StepRequest(BaseModel):
@@ -39,39 +65,87 @@ class StepRequest(BaseModel):
     )
 
 
-class ResetResponse(BaseModel):
+class ResetResponse(BaseModel, Generic[ObsT]):
     """Reply of ``POST /<env>/reset``."""
 
     session_id: str = Field(description="Name this session in every later request.")
     task_id: str = Field(description="The task being played.")
-    observation: dict[str, Any] = Field(description="First observation.")
-    reward: float | None = Field(default=None, description="Always null on reset (OpenEnv's shape).")
+    observation: ObsT = Field(description="First observation.")
+    reward: None = Field(default=None, description="Always null on reset (OpenEnv's shape).")
     done: bool = Field(description="Whether the episode is already over.")
 
 
-class StepResponse(BaseModel):
-    """Reply of ``POST /<env>/step``: the same ``StepResult`` the in-process ``Env.step`` returns."""
+class ScenarioView(BaseModel, Generic[ObsT]):
+    """Reply of ``GET /<env>/scenario/{id}``: what the agent may know, nothing hidden."""
 
-    observation: dict[str, Any] = Field(description="Observation after the action.")
-    reward: float = Field(description="Step reward.")
-    done: bool = Field(description="True if this step ended the episode.")
-    info: dict[str, Any] = Field(description="'reward_breakdown' and 'error' (null unless the action was rejected).")
+    session_id: str = Field(description="The session.")
+    task_id: str = Field(description="The task being played.")
+    step_count: int = Field(ge=0, description="Steps taken so far.")
+    done: bool = Field(description="Whether the episode has ended.")
+    observation: ObsT = Field(description="The current observation.")
 
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    404: {"description": "Unknown, closed or expired session (code SESSION_NOT_FOUND)."},
-    409: {"description": "The episode has ended (EPISODE_FINISHED) or the session is busy (SESSION_BUSY)."},
-    413: {"description": "Request body over the size limit (BODY_TOO_LARGE)."},
-    422: {"description": "Malformed request (VALIDATION_ERROR)."},
+class Closed(BaseModel):
+    """Reply of ``DELETE /<env>/session/{id}``."""
+
+    session_id: str = Field(description="The session that was ended.")
+    closed: bool = Field(description="Always true.")
+
+
+class Health(BaseModel):
+    """Reply of ``/health``: ``healthy``, or ``unhealthy`` (503) when the session store is down."""
+
+    model_config = ConfigDict(extra="allow")
+
+    status: str = Field(description="'healthy' or 'unhealthy'.")
+    detail: str | None = Field(default=None, description="What is wrong, when unhealthy.")
+
+
+def _doc(status_codes: str, description: str) -> dict[str, Any]:
+    return {"model": ErrorBody, "description": f"{description} ({status_codes})."}
+
+
+_BODY_ERRORS: dict[int | str, dict[str, Any]] = {
+    413: _doc("BODY_TOO_LARGE", "Request body over the size limit"),
+    422: _doc(
+        "VALIDATION_ERROR",
+        "Malformed request: each field named with what is expected; a body that is not UTF-8 or nests JSON too deep",
+    ),
 }
+_STORE_DOWN = _doc("SESSION_STORE_UNAVAILABLE", "The session store cannot be reached; retry after Retry-After")
+_SESSION_ERRORS: dict[int | str, dict[str, Any]] = {
+    404: _doc("SESSION_NOT_FOUND", "Unknown, closed or expired HTTP session"),
+    409: _doc("SESSION_BUSY", "Another request holds the session"),
+    422: _doc("VALIDATION_ERROR", "Malformed session id"),
+    503: _STORE_DOWN,
+}
+_ADMIN_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: _doc("ADMIN_TOKEN_REQUIRED", "No admin token sent"),
+    403: _doc("ADMIN_TOKEN_INVALID, ADMIN_DISABLED", "Wrong token, or no token configured"),
+}
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+#: The id of a session in a path or query.
+SessionIdPath = typing.Annotated[str, Path(max_length=128, description="Id returned by POST /reset.")]
+
+
+def _annotate(**annotations: Any) -> Callable[[_F], _F]:
+    """Give a route's parameters types built at run time (FastAPI reads ``__annotations__``).
+
+    Under ``from __future__ import annotations`` an annotation naming a local variable (this
+    environment's request model) is a string FastAPI cannot resolve.
+    """
+
+    def apply(func: _F) -> _F:
+        func.__annotations__.update(annotations)
+        return func
+
+    return apply
 
 
 def _json(content: str | bytes) -> Response:
     return Response(content=content, media_type="application/json")
-
-
-def _not_found(exc: SessionNotFoundError) -> ApiError:
-    return ApiError(404, "SESSION_NOT_FOUND", exc.message)
 
 
 def build_env_router(service: EnvService) -> tuple[APIRouter, Route]:
@@ -83,42 +157,92 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, Route]:
     """
     name = service.name
     app = APIRouter(prefix=f"/{name}")
+    obs_type: Any = service.env_class.observation_type
+    reset_model: Any = service.reset_model
+
+    @contextlib.asynccontextmanager
+    async def session_of(session_id: str, *, write: bool) -> AsyncIterator[Session]:
+        try:
+            async with service.store.use(session_id, name, write=write) as session:
+                yield session
+        except SessionNotFoundError as exc:
+            raise ApiError(404, "SESSION_NOT_FOUND", exc.message) from exc
+        except SessionBusyError as exc:
+            raise ApiError(409, "SESSION_BUSY", str(exc)) from exc
 
     # ------------------------------------------------------------- OpenEnv info endpoints
-    @app.get("/health", tags=["info"], summary="Liveness probe (OpenEnv)")
+    @app.get(
+        "/health",
+        tags=["info"],
+        summary="Liveness probe (OpenEnv); 503 when the session store is down",
+        response_model=Health,
+        responses={503: {"model": Health, "description": "The session store cannot be reached."}},
+        operation_id=f"{name}_health",
+    )
     async def health() -> JSONResponse:
-        return JSONResponse({"status": "healthy"})
+        return await health_reply(service.store)
 
     metadata = service.metadata()
 
-    @app.get("/metadata", tags=["info"], summary="Name, description and README (OpenEnv)")
+    @app.get(
+        "/metadata",
+        tags=["info"],
+        summary="Name, description and README (OpenEnv)",
+        operation_id=f"{name}_metadata",
+    )
     async def get_metadata() -> JSONResponse:
         return JSONResponse(metadata)
 
     schema = service.schema()
 
-    @app.get("/schema", tags=["info"], summary="JSON schemas of action, observation and state (OpenEnv)")
+    @app.get(
+        "/schema",
+        tags=["info"],
+        summary="JSON schemas of action, observation and state (OpenEnv)",
+        operation_id=f"{name}_schema",
+    )
     async def get_schema() -> JSONResponse:
         return JSONResponse(schema)
 
-    @app.get("/tasks", tags=["info"], summary="Tasks of this environment")
+    @app.get("/tasks", tags=["info"], summary="Tasks of this environment", operation_id=f"{name}_tasks")
     async def tasks() -> JSONResponse:
         return JSONResponse([s.model_dump(mode="json") for s in service.tasks])
 
-    @app.post("/mcp", tags=["info"], summary="MCP JSON-RPC 2.0 (this environment exposes no tools)")
+    @app.post(
+        "/mcp",
+        tags=["info"],
+        summary="MCP JSON-RPC 2.0 (this environment exposes no tools)",
+        responses=_BODY_ERRORS,
+        operation_id=f"{name}_mcp",
+    )
     async def mcp(request: Request) -> JSONResponse:
         return JSONResponse(_mcp_reply(await request.body()))
 
     # ------------------------------------------------------------- stateful sessions
+    by_session = {"session_id": "$response.body#/session_id"}
+    links = {
+        "step": {"operationId": f"{name}_step", "requestBody": by_session},
+        "grade": {"operationId": f"{name}_grade", "parameters": {"path.session_id": by_session["session_id"]}},
+        "scenario": {"operationId": f"{name}_scenario", "parameters": {"path.session_id": by_session["session_id"]}},
+        "state": {"operationId": f"{name}_state", "parameters": {"path.session_id": by_session["session_id"]}},
+        "close": {"operationId": f"{name}_close", "parameters": {"path.session_id": by_session["session_id"]}},
+    }
+
     @app.post(
         "/reset",
         tags=["session"],
         summary="Start an episode in a new session",
-        response_model=ResetResponse,
-        responses={**_ERRORS, 503: {"description": "At capacity (CAPACITY_REACHED)."}},
+        response_model=ResetResponse[obs_type],
+        responses={
+            200: {"description": "The new session and its first observation.", "links": links},
+            **_BODY_ERRORS,
+            503: _doc("CAPACITY_REACHED, SESSION_STORE_UNAVAILABLE", "At capacity, or the session store is down"),
+        },
+        operation_id=f"{name}_reset",
     )
-    async def reset(request: ResetRequest | None = None) -> Response:
-        request = request or ResetRequest()
+    @_annotate(request=typing.Annotated[reset_model | None, Body()])
+    async def reset(request: Any = None) -> Response:
+        request = request or reset_model()
         spec = service.resolve_task(request)
         env: Any = None
         try:
@@ -132,6 +256,10 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, Route]:
             raise ApiError(
                 503, "CAPACITY_REACHED", str(exc), active_sessions=exc.active, max_sessions=exc.maximum
             ) from exc
+        except StoreUnavailableError:
+            if env is not None:
+                env.close()
+            raise
         body = (
             f'{{"session_id":{json.dumps(session.id)},"task_id":{json.dumps(spec.id)},'
             f'"observation":{obs.model_dump_json()},"reward":null,"done":{json.dumps(bool(obs.done))}}}'
@@ -139,19 +267,33 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, Route]:
         return _json(body)
 
     async def apply_step(request: StepRequest) -> Response:
-        try:
-            async with service.store.use(request.session_id, name) as session:
-                try:
-                    result = session.env.step(request.action)
-                except EpisodeFinishedError as exc:
-                    raise ApiError(409, "EPISODE_FINISHED", str(exc)) from exc
-                return _json(result.model_dump_json())
-        except SessionNotFoundError as exc:
-            raise _not_found(exc) from exc
-        except SessionBusyError as exc:
-            raise ApiError(409, "SESSION_BUSY", str(exc)) from exc
+        if isinstance(request.action, str) and json_too_deep(request.action):
+            message = too_deep_message("action")
+            raise ApiError(
+                422,
+                "VALIDATION_ERROR",
+                message,
+                errors=[{"loc": ["body", "action"], "msg": message, "type": "json_too_deep"}],
+            )
+        async with session_of(request.session_id, write=True) as session:
+            try:
+                result = session.env.step(request.action)
+            except EpisodeFinishedError as exc:
+                raise ApiError(409, "EPISODE_FINISHED", str(exc)) from exc
+            return _json(result.model_dump_json())
 
-    @app.post("/step", tags=["session"], summary="Apply one action", response_model=StepResponse, responses=_ERRORS)
+    @app.post(
+        "/step",
+        tags=["session"],
+        summary="Apply one action",
+        response_model=StepResult[obs_type],
+        responses={
+            **_SESSION_ERRORS,
+            **_BODY_ERRORS,
+            409: _doc("EPISODE_FINISHED, SESSION_BUSY", "The episode has ended, or another request holds it"),
+        },
+        operation_id=f"{name}_step",
+    )
     async def step(request: StepRequest) -> Response:
         return await apply_step(request)
 
@@ -162,50 +304,54 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, Route]:
             raise RequestValidationError(exc.errors(include_url=False, include_context=False)) from exc
         return await apply_step(parsed)
 
+    admin_token = service.config.admin_token
+
     @app.get(
         "/grade/{session_id}",
         tags=["session"],
-        summary="Grade the episode so far",
+        summary="Grade of a finished episode (any time with the admin token)",
         response_model=Grade,
-        responses=_ERRORS,
+        responses={
+            **_SESSION_ERRORS,
+            409: _doc("EPISODE_NOT_DONE, SESSION_BUSY", "The episode is still running, or another request holds it"),
+        },
+        operation_id=f"{name}_grade",
     )
-    async def grade(session_id: str) -> Response:
-        try:
-            async with service.store.use(session_id, name, write=False) as session:
-                return _json(session.env.grade().model_dump_json())
-        except SessionNotFoundError as exc:
-            raise _not_found(exc) from exc
+    async def grade(request: Request, session_id: SessionIdPath) -> Response:
+        admin = is_admin(admin_token, presented_token(request.headers))
+        async with session_of(session_id, write=False) as session:
+            if not (admin or session.env.done):
+                raise ApiError(
+                    409,
+                    "EPISODE_NOT_DONE",
+                    "the grade is given once the episode has ended (before, it would reveal the hidden truth); "
+                    "step until done is true, or present the admin token",
+                )
+            return _json(session.env.grade().model_dump_json())
 
     @app.get(
         "/scenario/{session_id}",
         tags=["session"],
-        summary="Ids, counters and the current observation (no ground truth)",
-        responses=_ERRORS,
+        summary="Ids, counters and the current observation (nothing hidden)",
+        response_model=ScenarioView[obs_type],
+        responses=_SESSION_ERRORS,
+        operation_id=f"{name}_scenario",
     )
-    async def scenario(session_id: str) -> JSONResponse:
-        try:
-            async with service.store.use(session_id, name, write=False) as session:
-                data = public_state(session.env)
-                data["session_id"] = session_id
-                data["observation"] = session.env.observation().model_dump(mode="json")
-                return JSONResponse(data)
-        except SessionNotFoundError as exc:
-            raise _not_found(exc) from exc
+    async def scenario(session_id: SessionIdPath) -> JSONResponse:
+        async with session_of(session_id, write=False) as session:
+            data = {"session_id": session_id, **public_state(session.env)}
+            data["observation"] = session.env.observation().model_dump(mode="json")
+            return JSONResponse(data)
 
     async def full_state(request: Request, session_id: str) -> Response:
-        require_admin(service.config.admin_token, presented_token(request.headers))
-        try:
-            async with service.store.use(session_id, name, write=False) as session:
-                return _json(session.env.state().model_dump_json())
-        except SessionNotFoundError as exc:
-            raise _not_found(exc) from exc
-        except NotResetError as exc:  # pragma: no cover - HTTP sessions are always reset
-            raise ApiError(409, "NOT_RESET", str(exc)) from exc
+        require_admin(admin_token, presented_token(request.headers))
+        async with session_of(session_id, write=False) as session:
+            return _json(session.env.state().model_dump_json())
 
     state_responses: dict[int | str, dict[str, Any]] = {
-        **_ERRORS,
-        401: {"description": "No admin token sent (ADMIN_TOKEN_REQUIRED)."},
-        403: {"description": "Wrong token (ADMIN_TOKEN_INVALID), or no token configured (ADMIN_DISABLED)."},
+        200: {"model": service.env_class.state_type, "description": "The full state, ground truth included."},
+        **_SESSION_ERRORS,
+        **_ADMIN_ERRORS,
     }
 
     @app.get(
@@ -213,20 +359,34 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, Route]:
         tags=["session"],
         summary="Full state, ground truth included (admin token)",
         responses=state_responses,
+        operation_id=f"{name}_state",
     )
-    async def state_by_path(request: Request, session_id: str) -> Response:
+    async def state_by_path(request: Request, session_id: SessionIdPath) -> Response:
         return await full_state(request, session_id)
 
-    @app.get("/state", tags=["session"], summary="Full state of ?session_id= (admin token)", responses=state_responses)
+    @app.get(
+        "/state",
+        tags=["session"],
+        summary="Full state of ?session_id= (admin token)",
+        responses=state_responses,
+        operation_id=f"{name}_state_by_query",
+    )
     async def state_by_query(
         request: Request, session_id: str = Query(max_length=128, description="Session to read.")
     ) -> Response:
         return await full_state(request, session_id)
 
-    @app.delete("/session/{session_id}", tags=["session"], summary="End a session and free its slot", responses=_ERRORS)
-    async def close(session_id: str) -> JSONResponse:
+    @app.delete(
+        "/session/{session_id}",
+        tags=["session"],
+        summary="End an HTTP session and free its slot (a WebSocket's session ends with its socket)",
+        response_model=Closed,
+        responses=_SESSION_ERRORS,
+        operation_id=f"{name}_close",
+    )
+    async def close(session_id: SessionIdPath) -> JSONResponse:
         if not await service.store.close(session_id, name):
-            raise _not_found(SessionNotFoundError(session_id, name))
+            raise ApiError(404, "SESSION_NOT_FOUND", SessionNotFoundError(session_id, name).message)
         return JSONResponse({"session_id": session_id, "closed": True})
 
     collect = getattr(service.env_class, "collect", None)
@@ -235,20 +395,53 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, Route]:
     return app, Route(f"/{name}/step", fast_step, methods=["POST"])
 
 
+async def health_reply(store: SessionStore) -> JSONResponse:
+    """``healthy``, or 503 ``unhealthy`` naming the session store when it cannot be reached."""
+    try:
+        await store.check()
+    except StoreUnavailableError as exc:
+        return JSONResponse(
+            {"status": "unhealthy", "code": "SESSION_STORE_UNAVAILABLE", "detail": str(exc)}, status_code=503
+        )
+    return JSONResponse({"status": "healthy"})
+
+
 def _add_collect(app: APIRouter, service: EnvService, collect: Any) -> None:
     """``POST /<env>/collect`` for environments whose Env class offers ``collect(payload)``.
 
     The hook is a classmethod taking the JSON body (a mapping) and returning a pydantic model or a
     JSON-ready dict; it raises ``ValueError`` for a request it cannot serve (answered with 422).
+    The body's schema is the ``CollectRequest`` model of the environment's module, and the reply's
+    the hook's return annotation, so the OpenAPI document shows both.
     """
+    module = inspect.getmodule(service.env_class)
+    request_model: Any = getattr(module, "CollectRequest", None)
+    if not (isinstance(request_model, type) and issubclass(request_model, BaseModel)):
+        request_model = dict[str, Any]
+    try:
+        returned: Any = typing.get_type_hints(collect).get("return")
+    except (NameError, TypeError):  # pragma: no cover - an unresolvable annotation documents nothing
+        returned = None
+    if not (isinstance(returned, type) and issubclass(returned, BaseModel)):
+        returned = None
 
     @app.post(
-        "/collect", tags=["data"], summary="Build a scenario with the environment's data collector", responses=_ERRORS
+        "/collect",
+        tags=["data"],
+        summary="Build a scenario with the environment's data collector",
+        response_model=returned,
+        responses={
+            **_BODY_ERRORS,
+            422: _doc("VALIDATION_ERROR", "A field is invalid, or the server has no corpus to search"),
+        },
+        operation_id=f"{service.name}_collect",
     )
-    async def collect_route(payload: dict[str, Any]) -> JSONResponse:
+    @_annotate(payload=typing.Annotated[request_model, Body()])
+    async def collect_route(payload: Any) -> JSONResponse:
+        data = payload.model_dump(mode="json") if isinstance(payload, BaseModel) else payload
         try:
             # Collection searches and reads documents: keep it off the event loop.
-            result = await asyncio.to_thread(collect, payload)
+            result = await asyncio.to_thread(collect, data)
         except (ValueError, KeyError, TypeError) as exc:
             raise ApiError(422, "VALIDATION_ERROR", f"collect refused: {exc}") from exc
         if isinstance(result, BaseModel):

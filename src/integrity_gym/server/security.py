@@ -1,29 +1,82 @@
-"""Server safety: the admin token, the request body limit, error bodies and request ids.
+"""Server safety: the admin token, request body limits, error bodies and request ids.
 
 No input may produce a 500. Client mistakes get a 4xx whose JSON body is
-``{"detail": <message>, "code": <CODE>}``; a genuine server-side failure gets a 500 that carries
-only a request id (the traceback goes to the server log, never to the client).
+``{"detail": <message>, "code": <CODE>}`` (``ErrorBody``); a genuine server-side failure gets a
+500 that carries only a request id (the traceback goes to the server log, never to the client).
+Every request body, WebSocket message and action string is checked for size, UTF-8 and JSON
+nesting depth before any parser sees it, since Python's JSON parsers recurse once per level.
 """
 
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import os
+import re
 import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request
+import numpy as np
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from integrity_gym.server.sessions import StoreUnavailableError
 
 log = logging.getLogger("integrity_gym.server")
 
 ADMIN_TOKEN_ENV = "IGYM_ADMIN_TOKEN"
 ADMIN_HEADER = "x-igym-admin-token"
+
+#: Deepest JSON nesting accepted in a request body, a WebSocket message or an action string.
+#: Real requests nest a handful of levels; the parsers behind them recurse once per level.
+MAX_JSON_DEPTH = 64
+
+_STRING_BYTES = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_OPENERS = b"[{"
+
+
+def json_too_deep(data: str | bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when JSON text nests arrays/objects deeper than ``limit`` (strings are skipped).
+
+    A scan in C speed (a regex drops string contents, numpy sums the brackets) that runs before
+    any parser, so a body of a million ``[`` costs milliseconds, never a deep recursion.
+    """
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    stripped = np.frombuffer(_STRING_BYTES.sub(b'""', raw), dtype=np.uint8)
+    steps = np.isin(stripped, np.frombuffer(_OPENERS, dtype=np.uint8)).astype(np.int32)
+    steps -= (stripped == ord("]")) | (stripped == ord("}"))
+    return bool(steps.size) and int(np.cumsum(steps).max()) > limit
+
+
+def too_deep_message(where: str, limit: int = MAX_JSON_DEPTH) -> str:
+    """The message for JSON nested deeper than ``limit``."""
+    return f"{where}: JSON nested deeper than {limit} levels; send at most {limit} levels of arrays/objects"
+
+
+class FieldError(BaseModel):
+    """One problem in a request: where (``loc``), what (``msg``) and pydantic's error type."""
+
+    loc: list[str] = Field(description="Path of the offending field, e.g. ['body', 'seed'].")
+    msg: str = Field(description="What is wrong and what is expected.")
+    type: str = Field(description="Machine-readable kind of error.")
+
+
+class ErrorBody(BaseModel):
+    """The JSON body of every error response."""
+
+    model_config = ConfigDict(extra="allow")
+
+    detail: str = Field(description="What was wrong and what to do.")
+    code: str = Field(description="Machine-readable code, e.g. VALIDATION_ERROR or SESSION_NOT_FOUND.")
+    errors: list[FieldError] | None = Field(default=None, description="Each invalid field (validation errors).")
 
 
 class ApiError(Exception):
@@ -86,25 +139,44 @@ def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"detail": message, "code": code, **extra}
 
 
-def _describe_validation(errors: Any) -> str:
-    parts = []
-    for err in errors:
-        loc = [str(p) for p in err.get("loc", ()) if p != "body"]
-        parts.append(f"{'.'.join(loc) or 'body'}: {err.get('msg', 'invalid')}")
-    return "; ".join(parts) or "invalid request"
+#: Fields people send by another name, and the name to use.
+_FIELD_HINTS = {
+    "task_id": "task",
+    "env_id": "task",
+    "tier": "difficulty",
+    "level": "difficulty",
+    "scenario": "scenario_id (or options.scenario)",
+    "id": "session_id",
+}
 
 
-def _json_safe_errors(errors: Any) -> list[dict[str, Any]]:
+def json_safe_errors(errors: Any) -> list[dict[str, Any]]:
+    """Pydantic's errors as plain JSON (``loc``, ``msg``, ``type``), each message saying what is expected.
+
+    An unknown field gets the name to use instead when it is a common misnaming (``task_id``).
+    """
     safe = []
     for err in errors:
-        safe.append(
-            {
-                "loc": [str(p) for p in err.get("loc", ())],
-                "msg": str(err.get("msg", "")),
-                "type": str(err.get("type", "")),
-            }
-        )
+        loc = [str(p) for p in err.get("loc", ())]
+        kind = str(err.get("type", ""))
+        msg = str(err.get("msg", "invalid"))
+        if kind == "extra_forbidden":
+            hint = _FIELD_HINTS.get(loc[-1]) if loc else None
+            msg = f"unknown field; use '{hint}'" if hint else "unknown field; see the schema for the accepted fields"
+        elif kind != "missing" and "input" in err:
+            shown = json.dumps(err["input"], default=str)
+            msg = f"{msg} (got {shown if len(shown) <= 40 else shown[:37] + '...'})"
+        safe.append({"loc": loc, "msg": msg, "type": kind})
     return safe
+
+
+def describe_errors(errors: list[dict[str, Any]]) -> str:
+    """One line naming each invalid field and what is expected: ``data.seed: ...; task: ...``."""
+    parts = []
+    for err in errors:
+        loc = [p for p in err["loc"] if p != "body"]
+        parts.append(f"{'.'.join(loc) or 'body'}: {err['msg']}")
+    return "; ".join(parts) or "invalid request"
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -115,13 +187,16 @@ def install_error_handlers(app: FastAPI) -> None:
         headers = {"Retry-After": "1"} if exc.status == 503 else None
         return JSONResponse(error_body(exc.code, exc.message, **exc.extra), status_code=exc.status, headers=headers)
 
+    @app.exception_handler(StoreUnavailableError)
+    async def _store_unavailable(request: Request, exc: StoreUnavailableError) -> JSONResponse:
+        return JSONResponse(
+            error_body("SESSION_STORE_UNAVAILABLE", str(exc)), status_code=503, headers={"Retry-After": "5"}
+        )
+
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = exc.errors()
-        return JSONResponse(
-            error_body("VALIDATION_ERROR", _describe_validation(errors), errors=_json_safe_errors(errors)),
-            status_code=422,
-        )
+        errors = json_safe_errors(exc.errors())
+        return JSONResponse(error_body("VALIDATION_ERROR", describe_errors(errors), errors=errors), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -148,10 +223,12 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 class BodyLimitMiddleware:
-    """Refuse HTTP request bodies over ``max_bytes`` with 413, before any handler reads them.
+    """Check every HTTP request body before any handler parses it.
 
-    A declared ``Content-Length`` over the limit is refused at once; a chunked body is counted
-    as it streams and refused as soon as it crosses the limit.
+    Refused with 413 ``BODY_TOO_LARGE``: a declared ``Content-Length`` over ``max_bytes`` (at
+    once) or a streamed body crossing it. Refused with 422 ``VALIDATION_ERROR``: a body that is not
+    UTF-8, or JSON nested deeper than ``MAX_JSON_DEPTH``. A body passing the checks is handed on
+    unchanged.
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
@@ -173,32 +250,56 @@ class BodyLimitMiddleware:
                 if declared > self.max_bytes:
                     await _send_json(send, 413, self._too_large())
                     return
+        # Read the whole body first (it is at most max_bytes) so it is checked before parsing.
+        chunks: list[bytes] = []
         seen = 0
-        started = False
-
-        async def limited_receive() -> Message:
-            nonlocal seen
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise _BodyTooLarge(self.max_bytes)
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _BodyTooLarge:
-            if not started:
+            if message["type"] != "http.request":
+                return  # the client went away before sending its body
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.max_bytes:
                 await _send_json(send, 413, self._too_large())
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        problem = _body_problem(body)
+        if problem is not None:
+            await _send_json(send, 422, problem)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
     def _too_large(self) -> dict[str, Any]:
         return error_body("BODY_TOO_LARGE", f"request body is larger than the limit of {self.max_bytes} bytes")
+
+
+def _body_problem(body: bytes) -> dict[str, Any] | None:
+    """The 422 body for a request body that is not UTF-8 or nests too deep, else None."""
+    if not body:
+        return None
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        message = f"body: not valid UTF-8 (byte {exc.start}); send JSON encoded as UTF-8"
+        kind = "utf8_invalid"
+    else:
+        if not json_too_deep(body):
+            return None
+        message = too_deep_message("body")
+        kind = "json_too_deep"
+    return error_body("VALIDATION_ERROR", message, errors=[{"loc": ["body"], "msg": message, "type": kind}])
 
 
 class SwallowHandledErrors:
@@ -242,16 +343,7 @@ class SwallowHandledErrors:
             )
 
 
-class _BodyTooLarge(HTTPException):
-    """Raised from ``receive`` when a streamed body crosses the limit (FastAPI re-raises it)."""
-
-    def __init__(self, max_bytes: int) -> None:
-        super().__init__(413, f"request body is larger than the limit of {max_bytes} bytes")
-
-
 async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
-    import json
-
     payload = json.dumps(body).encode()
     await send(
         {

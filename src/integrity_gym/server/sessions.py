@@ -9,6 +9,11 @@ lock per session so two concurrent requests on a session run one after the other
 interleaved.
 
 * ``MemoryStore`` (the embedded default) keeps environments as Python objects in this process.
+Sessions are of two kinds. An HTTP session (``kind="http"``) is named by its id in requests and
+ended by ``close``; a WebSocket session (``kind="ws"``) belongs to its connection alone: no HTTP
+request can reach, read or end it, and only its socket frees it (``release``) or the reaper
+does. So every live episode counts towards capacity and is subject to the reaper.
+
 * ``RedisStore`` keeps each HTTP session's full state (``Env.state()`` as JSON) in Redis, so
   several server processes behind one address share sessions: a session reset through one
   process can be stepped through another, which rebuilds the episode with ``Env.load_state``.
@@ -25,7 +30,7 @@ import re
 import secrets
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -68,6 +73,10 @@ class SessionBusyError(RuntimeError):
     """The session's lock could not be taken in time (another request holds it)."""
 
 
+class StoreUnavailableError(RuntimeError):
+    """The session store cannot be reached (e.g. Redis is down); the message names the store."""
+
+
 def new_session_id() -> str:
     """A fresh unguessable session id (the id is the only credential for a session)."""
     return secrets.token_urlsafe(16)
@@ -86,6 +95,8 @@ class Session:
     busy: int = 0
     version: int = 0
     on_evict: Callable[[], Awaitable[None]] | None = None
+    #: Set once the store has let the session go (closed, released or reaped).
+    closed: bool = False
 
     def touch(self) -> None:
         """Mark the session as used now (restarts its idle time-to-live)."""
@@ -129,7 +140,9 @@ class SessionStore(ABC):
             await asyncio.sleep(self.reap_interval_s)
             try:
                 await self.reap()
-            except Exception:  # the reaper must survive a transient store failure
+            except StoreUnavailableError as exc:  # the reaper must survive a store outage
+                log.warning("session reaper: %s", exc)
+            except Exception:
                 log.exception("session reaper failed; retrying")
 
     def _idle_local(self, now: float) -> list[Session]:
@@ -139,6 +152,7 @@ class SessionStore(ABC):
 
     async def _evict(self, session: Session) -> None:
         self._local.pop(session.id, None)
+        session.closed = True
         session.env.close()
         self.reaped_total += 1
         if session.on_evict is not None:
@@ -159,8 +173,19 @@ class SessionStore(ABC):
         """Hold the session's lock while the caller works on it; save it afterwards if ``write``."""
 
     @abstractmethod
-    async def close(self, session_id: str, env_name: str | None = None) -> bool:
-        """End a session; return False if there was none."""
+    async def close(self, session_id: str, env_name: str) -> bool:
+        """End the HTTP session ``session_id`` of ``env_name``; False if there is none.
+
+        A WebSocket session is not an HTTP session: its id is refused here like an unknown one.
+        """
+
+    @abstractmethod
+    async def release(self, session: Session) -> None:
+        """Free a session its owner is done with (a WebSocket at disconnect); never raises."""
+
+    async def check(self) -> None:
+        """Raise ``StoreUnavailableError`` when the store cannot serve requests (``/health``)."""
+        return None  # a store inside this process is always there
 
     @abstractmethod
     async def count(self) -> int:
@@ -224,14 +249,20 @@ class MemoryStore(SessionStore):
         finally:
             session.busy -= 1
 
-    async def close(self, session_id: str, env_name: str | None = None) -> bool:
-        """Remove the session; False if unknown (or of another environment)."""
+    async def close(self, session_id: str, env_name: str) -> bool:
+        """Remove the HTTP session; False if unknown, of another environment, or a WebSocket's."""
         session = self._local.get(session_id)
-        if session is None or (env_name is not None and session.env_name != env_name):
+        if session is None or session.env_name != env_name or session.kind != "http":
             return False
-        del self._local[session_id]
-        session.env.close()
+        await self.release(session)
         return True
+
+    async def release(self, session: Session) -> None:
+        """Forget the session and close its environment."""
+        if self._local.get(session.id) is session:
+            del self._local[session.id]
+        session.closed = True
+        session.env.close()
 
     async def count(self) -> int:
         """Sessions held by this process."""
@@ -279,7 +310,8 @@ class RedisStore(SessionStore):
                 "the Redis session store needs the 'redis' extra: pip install 'integrity-gym[redis]'"
             ) from exc
         self.url = url
-        self._redis: Any = aioredis.Redis.from_url(url)
+        # Bounded waits: an unreachable Redis must become a clear 503, not a hung request.
+        self._redis: Any = aioredis.Redis.from_url(url, socket_connect_timeout=5.0, socket_timeout=10.0)
         self._factory = factory
         self._prefix = prefix
         self._index = f"{prefix}:sessions"
@@ -291,13 +323,36 @@ class RedisStore(SessionStore):
     def _key(self, session_id: str) -> str:
         return f"{self._prefix}:s:{session_id}"
 
+    @contextlib.contextmanager
+    def _reachable(self) -> Iterator[None]:
+        """Turn a lost connection to Redis into ``StoreUnavailableError`` naming the store."""
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        try:
+            yield
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            raise StoreUnavailableError(
+                f"the session store (Redis at {self._safe_url}) is unavailable: {exc}. Sessions cannot be "
+                "opened or found until it answers again; retry later"
+            ) from exc
+
+    @property
+    def _safe_url(self) -> str:
+        return re.sub(r"//[^@/]*@", "//***@", self.url)
+
     async def start(self) -> None:
         """Check that Redis answers, then start the reaper."""
         try:
             await self._redis.ping()
         except Exception as exc:
-            raise ValueError(f"cannot reach Redis at {self.url}: {exc}") from exc
+            raise ValueError(f"cannot reach Redis at {self._safe_url}: {exc}") from exc
         await super().start()
+
+    async def check(self) -> None:
+        """Ping Redis."""
+        with self._reachable():
+            await self._redis.ping()
 
     async def stop(self) -> None:
         """Stop the reaper, release this process's WebSocket slots and disconnect."""
@@ -310,9 +365,10 @@ class RedisStore(SessionStore):
 
     async def _reserve(self, session_id: str) -> None:
         now = time.time()
-        result = int(
-            await self._open_script(keys=[self._index], args=[now, self.max_sessions, now + self.ttl_s, session_id])
-        )
+        with self._reachable():
+            result = int(
+                await self._open_script(keys=[self._index], args=[now, self.max_sessions, now + self.ttl_s, session_id])
+            )
         if result < 0:
             raise CapacityError(-result - 1, self.max_sessions)
 
@@ -329,7 +385,8 @@ class RedisStore(SessionStore):
         try:
             await self._save(session)
         except Exception:
-            await self._redis.zrem(self._index, session.id)
+            with contextlib.suppress(Exception):
+                await self._redis.zrem(self._index, session.id)
             raise
         self._cache[session.id] = session
         return session
@@ -343,14 +400,15 @@ class RedisStore(SessionStore):
         )
         pipe.expire(key, max(1, round(self.ttl_s)))
         pipe.zadd(self._index, {session.id: time.time() + self.ttl_s})
-        await pipe.execute()
+        with self._reachable():
+            await pipe.execute()
 
     @contextlib.asynccontextmanager
     async def use(self, session_id: str, env_name: str, *, write: bool = True) -> AsyncIterator[Session]:
         """Lock the session across processes, load it (from cache if current), save it after."""
-        if not _SESSION_ID.match(session_id):
+        if not _SESSION_ID.match(session_id) or session_id in self._local:
             raise SessionNotFoundError(session_id, env_name)
-        from redis.exceptions import LockError
+        from redis.exceptions import LockError, RedisError
 
         local_lock = self._locks.setdefault(session_id, asyncio.Lock())
         async with local_lock:
@@ -358,7 +416,8 @@ class RedisStore(SessionStore):
                 f"{self._prefix}:lock:{session_id}", timeout=self._lock_timeout_s, blocking_timeout=self._lock_timeout_s
             )
             try:
-                acquired = await lock.acquire()
+                with self._reachable():
+                    acquired = await lock.acquire()
             except LockError as exc:  # pragma: no cover - only under Redis failures
                 raise SessionBusyError(f"session {session_id} is locked by another request; retry") from exc
             if not acquired:
@@ -376,21 +435,28 @@ class RedisStore(SessionStore):
                     session.busy -= 1
                 if write:
                     session.version += 1
-                    await self._save(session)
+                    try:
+                        await self._save(session)
+                    except StoreUnavailableError:
+                        self._cache.pop(session_id, None)  # this step is not stored: forget it here too
+                        raise
                 else:
                     pipe = self._redis.pipeline(transaction=False)
                     pipe.expire(self._key(session_id), max(1, round(self.ttl_s)))
                     pipe.zadd(self._index, {session_id: time.time() + self.ttl_s})
-                    await pipe.execute()
+                    with self._reachable():
+                        await pipe.execute()
                 session.touch()
             finally:
-                with contextlib.suppress(LockError):
+                # The lock expires by itself if Redis went away meanwhile.
+                with contextlib.suppress(LockError, RedisError, OSError):
                     await lock.release()
         if not local_lock.locked() and session_id not in self._cache:
             self._locks.pop(session_id, None)
 
     async def _load(self, session_id: str, env_name: str) -> Session:
-        env_field, task, version = await self._redis.hmget(self._key(session_id), "env", "task", "ver")
+        with self._reachable():
+            env_field, task, version = await self._redis.hmget(self._key(session_id), "env", "task", "ver")
         if env_field is None or env_field.decode() != env_name:
             self._cache.pop(session_id, None)
             raise SessionNotFoundError(session_id, env_name)
@@ -399,7 +465,8 @@ class RedisStore(SessionStore):
         if cached is not None and cached.version == ver:
             return cached
         # Another process moved the episode on (or we never saw it): rebuild it from its state.
-        state_json = await self._redis.hget(self._key(session_id), "state")
+        with self._reachable():
+            state_json = await self._redis.hget(self._key(session_id), "state")
         if state_json is None:
             raise SessionNotFoundError(session_id, env_name)
         env = self._factory(task.decode())
@@ -408,47 +475,55 @@ class RedisStore(SessionStore):
         self._cache[session_id] = session
         return session
 
-    async def close(self, session_id: str, env_name: str | None = None) -> bool:
-        """Delete the session from Redis (or free a local WebSocket slot)."""
-        local = self._local.get(session_id)
-        if local is not None:
-            if env_name is not None and local.env_name != env_name:
-                return False
-            del self._local[session_id]
-            local.env.close()
-            await self._redis.zrem(self._index, session_id)
-            return True
-        if not _SESSION_ID.match(session_id):
+    async def close(self, session_id: str, env_name: str) -> bool:
+        """Delete the HTTP session from Redis (a WebSocket session's id is refused)."""
+        if not _SESSION_ID.match(session_id) or session_id in self._local:
             return False
         key = self._key(session_id)
-        if env_name is not None:
+        with self._reachable():
             stored = await self._redis.hget(key, "env")
             if stored is None or stored.decode() != env_name:
                 return False
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.delete(key)
-        pipe.zrem(self._index, session_id)
-        deleted, _ = await pipe.execute()
+            pipe = self._redis.pipeline(transaction=True)
+            pipe.delete(key)
+            pipe.zrem(self._index, session_id)
+            deleted, _ = await pipe.execute()
         cached = self._cache.pop(session_id, None)
         if cached is not None:
+            cached.closed = True
             cached.env.close()
         return bool(deleted)
 
+    async def release(self, session: Session) -> None:
+        """Free this process's WebSocket slot (if Redis is down, the slot's score expires it)."""
+        if self._local.get(session.id) is session:
+            del self._local[session.id]
+        session.closed = True
+        session.env.close()
+        try:
+            with self._reachable():
+                await self._redis.zrem(self._index, session.id)
+        except StoreUnavailableError as exc:
+            log.warning("could not free session %s in the store: %s", session.id, exc)
+
     async def count(self) -> int:
         """Unexpired sessions registered by every process sharing this Redis."""
-        return int(await self._redis.zcount(self._index, time.time(), "+inf"))
+        with self._reachable():
+            return int(await self._redis.zcount(self._index, time.time(), "+inf"))
 
     async def reap(self) -> int:
         """Forget expired sessions; close idle local WebSockets; keep live ones' slots fresh."""
         now_wall, now = time.time(), time.monotonic()
-        removed = int(await self._redis.zremrangebyscore(self._index, "-inf", now_wall))
         idle = self._idle_local(now)
         for session in idle:
             await self._evict(session)
-            await self._redis.zrem(self._index, session.id)
-        live = {s.id: now_wall + self.ttl_s - (now - s.last_used) for s in self._local.values()}
-        if live:
-            await self._redis.zadd(self._index, live)
+        with self._reachable():
+            removed = int(await self._redis.zremrangebyscore(self._index, "-inf", now_wall))
+            if idle:
+                await self._redis.zrem(self._index, *[s.id for s in idle])
+            live = {s.id: now_wall + self.ttl_s - (now - s.last_used) for s in self._local.values()}
+            if live:
+                await self._redis.zadd(self._index, live)
         for sid, cached in list(self._cache.items()):
             if now - cached.last_used > self.ttl_s and cached.busy == 0:
                 self._cache.pop(sid, None)
@@ -457,7 +532,7 @@ class RedisStore(SessionStore):
 
     def describe(self) -> dict[str, Any]:
         """Settings, with the Redis URL's password hidden."""
-        return {**super().describe(), "url": re.sub(r"//[^@/]*@", "//***@", self.url)}
+        return {**super().describe(), "url": self._safe_url}
 
 
 def build_store(

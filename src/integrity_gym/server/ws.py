@@ -1,19 +1,23 @@
 """The WebSocket endpoint ``/<env>/ws``, speaking OpenEnv's protocol.
 
-Client → server: ``{"type": "reset", "data": {seed, task, scenario_id, options}}``,
+Client → server: ``{"type": "reset", "data": {seed, task, difficulty, scenario_id, options}}``,
 ``{"type": "step", "data": <the action object>}``, ``{"type": "state"}``, ``{"type": "close"}``,
 and our extension ``{"type": "grade"}``. Server → client: ``{"type": "observation", "data":
 {"observation", "reward", "done", "metadata"}}`` (``metadata`` is the step's ``info``),
 ``{"type": "state", "data": ...}``, ``{"type": "grade", "data": <Grade>}`` and
 ``{"type": "error", "data": {"message", "code", ...}}`` with OpenEnv's codes: INVALID_JSON,
-UNKNOWN_TYPE, VALIDATION_ERROR, EXECUTION_ERROR (with ``error_type`` naming the exception, e.g.
-``EpisodeFinishedError``), CAPACITY_REACHED and SESSION_ERROR. An error never closes the
-connection except CAPACITY_REACHED (close code 1013) and SESSION_ERROR after the idle
-time-to-live (1001).
+UNKNOWN_TYPE, VALIDATION_ERROR (the message names each field and what is expected; ``errors``
+lists pydantic's details), EXECUTION_ERROR (with ``error_type`` naming the exception, e.g.
+``EpisodeFinishedError``), CAPACITY_REACHED and SESSION_ERROR; and ours: EPISODE_NOT_DONE and
+SESSION_STORE_UNAVAILABLE. An error never closes the connection except CAPACITY_REACHED and
+SESSION_STORE_UNAVAILABLE (close code 1013), SESSION_ERROR after the idle time-to-live (1001),
+and a server failure outside any message (1011); the error frame always comes first.
 
-``state`` returns the full state (ground truth) only to a connection that presented the admin
-token (``Authorization: Bearer`` header or ``?admin_token=``); others get the public part (ids
-and counters) with ``"ground_truth_hidden": true``.
+Nothing hidden leaves before the episode ends: ``grade`` answers once it is done (or to a
+connection that presented the admin token), and ``state`` returns the full state only to an admin
+connection (``Authorization: Bearer`` header or ``?admin_token=``); others get the task and
+counters with ``"ground_truth_hidden": true``. The session belongs to this connection alone:
+its id is never sent and no HTTP route can reach or end it.
 """
 
 from __future__ import annotations
@@ -32,22 +36,27 @@ from starlette.routing import WebSocketRoute
 from starlette.types import Receive, Scope, Send
 
 from integrity_gym.core.env import EpisodeFinishedError, NotResetError
-from integrity_gym.server.app import EnvService, ResetRequest, public_state
-from integrity_gym.server.security import ApiError, is_admin, presented_token
-from integrity_gym.server.sessions import CapacityError, Session
+from integrity_gym.server.app import EnvService, public_state
+from integrity_gym.server.security import (
+    ApiError,
+    describe_errors,
+    is_admin,
+    json_safe_errors,
+    json_too_deep,
+    presented_token,
+    too_deep_message,
+)
+from integrity_gym.server.sessions import CapacityError, Session, StoreUnavailableError
 
 log = logging.getLogger("integrity_gym.server.ws")
 
 CLOSE_TRY_AGAIN_LATER = 1013
 CLOSE_GOING_AWAY = 1001
+CLOSE_INTERNAL_ERROR = 1011
 
 
 def _error(code: str, message: str, **extra: Any) -> str:
     return json.dumps({"type": "error", "data": {"message": message, "code": code, **extra}})
-
-
-def _validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
-    return [{"loc": [str(p) for p in e["loc"]], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
 
 
 def add_ws_route(app: FastAPI, service: EnvService) -> None:
@@ -93,34 +102,35 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(send({"type": "websocket.close", "code": code}), timeout=1.0)
 
+    async def refuse(reply: str, code: int) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(send(_text(reply)), timeout=1.0)
+        await close(code)
+
     async def evict() -> None:
         # Called by the reaper after the session's slot is already freed.
         message = f"session closed after {service.config.session_ttl_s:g}s idle; reconnect and reset"
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(send(_text(_error("SESSION_ERROR", message))), timeout=1.0)
-        await close(CLOSE_GOING_AWAY)
+        await refuse(_error("SESSION_ERROR", message), CLOSE_GOING_AWAY)
 
     try:
         session = await service.store.open(service.name, service.build(service.tasks[0]), kind="ws", on_evict=evict)
     except CapacityError as exc:
-        with contextlib.suppress(Exception):
-            await send(
-                _text(_error("CAPACITY_REACHED", str(exc), active_sessions=exc.active, max_sessions=exc.maximum))
-            )
-        await close(CLOSE_TRY_AGAIN_LATER)
+        full = _error("CAPACITY_REACHED", str(exc), active_sessions=exc.active, max_sessions=exc.maximum)
+        await refuse(full, CLOSE_TRY_AGAIN_LATER)
+        return
+    except StoreUnavailableError as exc:
+        await refuse(_error("SESSION_STORE_UNAVAILABLE", str(exc)), CLOSE_TRY_AGAIN_LATER)
         return
     except ApiError as exc:
-        with contextlib.suppress(Exception):
-            await send(_text(_error("SESSION_ERROR", exc.message)))
-        await close(CLOSE_TRY_AGAIN_LATER)
+        await refuse(_error("SESSION_ERROR", exc.message), CLOSE_TRY_AGAIN_LATER)
         return
 
     limit = service.config.max_body_bytes
     try:
-        while True:
+        while not session.closed:
             message = await receive()
-            if message["type"] != "websocket.receive":
-                break  # websocket.disconnect
+            if message["type"] != "websocket.receive" or session.closed:
+                break  # websocket.disconnect, or the reaper ended the session meanwhile
             text = message.get("text")
             if text is None:
                 try:
@@ -132,6 +142,8 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
                 reply: str | None = _error(
                     "VALIDATION_ERROR", f"message of {len(text)} characters exceeds the limit of {limit}"
                 )
+            elif json_too_deep(text):
+                reply = _error("VALIDATION_ERROR", too_deep_message("message"))
             else:
                 session.busy += 1
                 try:
@@ -141,11 +153,21 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
                     session.touch()
             if reply is None:
                 break
-            await send({"type": "websocket.send", "text": reply})
+            await send(_text(reply))
     except OSError as exc:  # the client vanished or the reaper closed the socket under us
         log.debug("websocket of session %s ended: %s", session.id, exc)
+    except Exception:  # a server bug outside any message: say so, then close properly
+        log.exception("websocket of session %s failed", session.id)
+        await refuse(
+            _error(
+                "EXECUTION_ERROR",
+                "the server failed on this connection; see the server log",
+                error_type="InternalError",
+            ),
+            CLOSE_INTERNAL_ERROR,
+        )
     finally:
-        await service.store.close(session.id)
+        await service.store.release(session)
         await close(1000)
 
 
@@ -155,6 +177,8 @@ def _handle(text: str, session: Session, service: EnvService, admin: bool) -> st
         message = json.loads(text)
     except json.JSONDecodeError as exc:
         return _error("INVALID_JSON", f"invalid JSON: {exc.msg} at position {exc.pos}")
+    except RecursionError:  # pragma: no cover - json_too_deep refuses such messages first
+        return _error("VALIDATION_ERROR", too_deep_message("message"))
     if not isinstance(message, dict):
         return _error("VALIDATION_ERROR", f"a message must be a JSON object with 'type', not {type(message).__name__}")
     kind = message.get("type")
@@ -168,7 +192,15 @@ def _handle(text: str, session: Session, service: EnvService, admin: bool) -> st
             data = env.state().model_dump(mode="json") if admin else {**public_state(env), "ground_truth_hidden": True}
             return json.dumps({"type": "state", "data": data})
         if kind == "grade":
-            return f'{{"type":"grade","data":{session.env.grade().model_dump_json()}}}'
+            env = session.env
+            if not (admin or env.done):
+                env.observation()  # before the first reset this raises NotResetError, as in-process
+                return _error(
+                    "EPISODE_NOT_DONE",
+                    "the grade is given once the episode has ended (before, it would reveal the hidden truth); "
+                    "step until done is true, or connect with the admin token",
+                )
+            return f'{{"type":"grade","data":{env.grade().model_dump_json()}}}'
         if kind == "close":
             return None
     except (NotResetError, EpisodeFinishedError) as exc:
@@ -176,7 +208,8 @@ def _handle(text: str, session: Session, service: EnvService, admin: bool) -> st
     except ApiError as exc:
         return _error(exc.code, exc.message, **exc.extra)
     except ValidationError as exc:
-        return _error("VALIDATION_ERROR", "invalid message", errors=_validation_errors(exc))
+        errors = [{**e, "loc": ["data", *e["loc"]]} for e in json_safe_errors(exc.errors())]
+        return _error("VALIDATION_ERROR", f"invalid '{kind}' message: {describe_errors(errors)}", errors=errors)
     except Exception as exc:  # an environment bug: report it without the traceback
         log.exception("session %s: %s message failed", session.id, kind)
         return _error(
@@ -185,15 +218,20 @@ def _handle(text: str, session: Session, service: EnvService, admin: bool) -> st
             error_type="InternalError",
         )
     known = "reset, step, state, grade, close"
+    if "type" not in message:
+        return _error("UNKNOWN_TYPE", f"the message has no 'type'; use one of: {known}")
     return _error("UNKNOWN_TYPE", f"unknown message type {kind!r}; use one of: {known}")
 
 
 def _step(message: dict[str, Any], session: Session) -> str:
     if "data" not in message:
         return _error("VALIDATION_ERROR", "'step' needs 'data': the action, as a JSON object")
+    action = message["data"]
+    if isinstance(action, str) and json_too_deep(action):
+        return _error("VALIDATION_ERROR", too_deep_message("data"))
     # Whatever the action is, the environment judges it exactly as in-process: a malformed one
     # comes back as a step with info['error'], never as a protocol error.
-    result = session.env.step(message["data"])
+    result = session.env.step(action)
     return (
         f'{{"type":"observation","data":{{"observation":{result.observation.model_dump_json()},'
         f'"reward":{json.dumps(result.reward)},"done":{"true" if result.done else "false"},'
@@ -206,14 +244,16 @@ def _reset(message: dict[str, Any], session: Session, service: EnvService) -> st
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        return _error("VALIDATION_ERROR", f"'reset' data must be a JSON object, got {type(data).__name__}")
-    request = ResetRequest.model_validate(data)
+        return _error(
+            "VALIDATION_ERROR", f"'reset' data must be a JSON object of reset arguments, not {type(data).__name__}"
+        )
+    request = service.reset_model.model_validate(data)
     spec = service.resolve_task(request)
     if session.env.spec.id != spec.id:
         session.env.close()
         session.env = service.build(spec)
     obs = service.reset(session.env, request)
-    metadata = json.dumps({"task_id": spec.id, "session_id": session.id})
+    metadata = json.dumps({"task_id": spec.id})
     return (
         f'{{"type":"observation","data":{{"observation":{obs.model_dump_json()},'
         f'"reward":null,"done":{"true" if obs.done else "false"},"metadata":{metadata}}}}}'
