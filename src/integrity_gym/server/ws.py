@@ -53,6 +53,8 @@ log = logging.getLogger("integrity_gym.server.ws")
 CLOSE_TRY_AGAIN_LATER = 1013
 CLOSE_GOING_AWAY = 1001
 CLOSE_INTERNAL_ERROR = 1011
+#: Every message type the endpoint answers.
+MESSAGE_TYPES = ("reset", "step", "state", "grade", "close")
 
 
 def _error(code: str, message: str, **extra: Any) -> str:
@@ -217,7 +219,7 @@ def _handle(text: str, session: Session, service: EnvService, admin: bool) -> st
             f"the environment failed on this {kind} message ({type(exc).__name__}); see the server log",
             error_type="InternalError",
         )
-    known = "reset, step, state, grade, close"
+    known = ", ".join(MESSAGE_TYPES)
     if "type" not in message:
         return _error("UNKNOWN_TYPE", f"the message has no 'type'; use one of: {known}")
     return _error("UNKNOWN_TYPE", f"unknown message type {kind!r}; use one of: {known}")
