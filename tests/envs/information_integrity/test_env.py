@@ -92,7 +92,7 @@ def test_user_scenario_file_is_validated_and_its_label_derived(tmp_path: Path) -
     path.write_text(json.dumps(data))
     env = make()
     obs = env.reset(options={"scenario_file": str(path)})
-    assert obs.content == data["content"] and env.state().scenario.label == "flag"
+    assert obs.content == data["content"] and env.state().scenario.label == "remove"
 
 
 @pytest.mark.parametrize(
@@ -176,7 +176,7 @@ def test_premature_redundant_and_max_steps_flags() -> None:
     result = env.step("decide flag")
     assert result.done and result.observation.status_flags.premature_decision
     assert result.info["reward_breakdown"]["premature_decision"] == -0.3
-    with pytest.raises(EpisodeFinishedError):
+    with pytest.raises(EpisodeFinishedError, match="has ended"):
         env.step("decide remove")
     env.reset(scenario_id="hard_001")
     while not env.done:

@@ -4,19 +4,30 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 import integrity_gym
 from integrity_gym.envs.information_integrity import rules
 from integrity_gym.envs.information_integrity.data import find_gold
+from integrity_gym.envs.information_integrity.models import DECISIONS, Scenario
 from integrity_gym.envs.information_integrity.reasoning import grade_reasoning, parse_statements
+
+from .conftest import REASONINGS, generated_scenarios, gold_scenarios
 
 SCENARIO = find_gold("hard_003")
 ALL_IDS = [c.id for c in SCENARIO.claims] + [s.id for s in SCENARIO.sources]
+GOOD = "claim_2 is false. src_1 refutes claim_2. src_5 refutes claim_2. harm is medium."
+
+
+def ids(scenario: Scenario) -> list[str]:
+    return [c.id for c in scenario.claims] + [s.id for s in scenario.sources]
 
 
 def test_gold_statements_after_checking_score_one() -> None:
     gold = rules.gold_evidence(SCENARIO)
-    text = ". ".join(gold.statements)
-    assert grade_reasoning(text, SCENARIO, ALL_IDS).score == 1.0
+    assert gold.statements == ("claim_2 is false", "src_1 refutes claim_2", "src_5 refutes claim_2", "harm is medium")
+    assert grade_reasoning(". ".join(gold.statements), SCENARIO, ALL_IDS).score == 1.0
+    assert grade_reasoning(GOOD, SCENARIO, ALL_IDS).score == 1.0
 
 
 def test_dumping_every_id_scores_zero() -> None:
@@ -30,24 +41,72 @@ def test_dumping_every_statement_combination_scores_zero() -> None:
     parts = [f"{s} {v} {c}" for s, c, v in itertools.product(sources, claims, ("supports", "refutes"))]
     parts += [f"{c} is {w}" for c, w in itertools.product(claims, ("true", "false", "misleading", "contested"))]
     assert grade_reasoning(". ".join(parts), SCENARIO, ALL_IDS).score == 0.0
-    # Even under the statement cap, hedging both ways makes every hedged statement wrong.
+    # Even under the statement cap, hedging both ways about a source that was read voids the reasoning.
     hedged = "src_1 supports claim_2. src_1 refutes claim_2. src_5 supports claim_2. src_5 refutes claim_2."
     assert grade_reasoning(hedged, SCENARIO, ALL_IDS).score == 0.0
 
 
-def test_statements_about_unchecked_sources_do_not_count() -> None:
-    gold = ". ".join(rules.gold_evidence(SCENARIO).statements)
-    assert grade_reasoning(gold, SCENARIO, ["claim_2"]).score < grade_reasoning(gold, SCENARIO, ALL_IDS).score
+def test_statements_about_unchecked_ids_void_the_reasoning() -> None:
+    graded = grade_reasoning(GOOD, SCENARIO, ["claim_2", "src_1"])
+    assert graded.score == 0.0 and "src_5" in graded.void and "never checked" in graded.void
     assert grade_reasoning("src_1 refutes claim_2", SCENARIO, ["claim_2"]).score == 0.0
+    # The same statements about ids that were read do count.
+    assert grade_reasoning("claim_2 is false. src_1 refutes claim_2", SCENARIO, ["claim_2", "src_1"]).score == 0.5
 
 
-def test_wrong_statements_lower_precision_and_prose_does_not_count() -> None:
-    good = "claim_2 is false. src_1 refutes claim_2. src_5 refutes claim_2. harm is low."
-    assert grade_reasoning(good, SCENARIO, ALL_IDS).score == 1.0
-    noisy = good + " src_3 refutes claim_2."  # src_3 is satire that supports
-    assert 0.0 < grade_reasoning(noisy, SCENARIO, ALL_IDS).score < 1.0
+def test_misreporting_what_was_read_voids_the_reasoning() -> None:
+    for wrong in (
+        "src_3 refutes claim_2",
+        "src_6 supports claim_1",
+        "claim_1 is false",
+        "src_2 is satire",
+        "harm is low",
+    ):
+        graded = grade_reasoning(f"{GOOD} {wrong}.", SCENARIO, ALL_IDS)
+        assert graded.score == 0.0 and "contradicts" in graded.void, wrong
+
+
+def test_a_wrong_inference_lowers_precision_without_voiding() -> None:
+    """The status of a claim with no verdict is inferred from sources; getting it wrong costs precision."""
+    wrong = GOOD.replace("claim_2 is false", "claim_2 is unsupported")
+    graded = grade_reasoning(wrong, SCENARIO, ALL_IDS)
+    assert not graded.void and graded.precision == pytest.approx(2 / 4) and graded.recall == pytest.approx(2 / 4)
+    assert graded.score == pytest.approx(0.25)
     prose = "The post is obviously false and harmful, the sources disagree, so I remove it."
     assert grade_reasoning(prose, SCENARIO, ALL_IDS).score == 0.0
+
+
+def test_a_harm_statement_earns_nothing_without_a_status_it_turns_into_the_decision() -> None:
+    assert grade_reasoning("harm is medium", SCENARIO, ALL_IDS).score == 0.0
+    alone = grade_reasoning("src_1 refutes claim_2. src_5 refutes claim_2. harm is medium", SCENARIO, ALL_IDS)
+    assert alone.precision == pytest.approx(2 / 3) and alone.recall == pytest.approx(2 / 4)
+    backed = grade_reasoning(GOOD, SCENARIO, ALL_IDS)
+    assert "harm is medium" in {s.text for s in backed.correct}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Every source refutes every claim.",
+        "All sources refute all claims, so every claim is false and harm is high.",
+        "false misleading refutes supports contested unsupported satire outdated harm high src_1 claim_2",
+    ],
+)
+def test_blanket_sentences_and_keyword_soup_score_zero(text: str) -> None:
+    assert grade_reasoning(text, SCENARIO, ALL_IDS).score == 0.0
+
+
+@pytest.mark.parametrize("decision", DECISIONS)
+def test_stuffed_and_blanket_statements_score_zero_on_every_scenario(decision: str) -> None:
+    """A status for every claim and a stance for every source, all pointing one way, after reading everything."""
+    for scenario in gold_scenarios() + generated_scenarios(10):
+        stuffed = REASONINGS["stuffed"](scenario, decision)  # type: ignore[arg-type]
+        assert grade_reasoning(stuffed, scenario, ids(scenario)).score == 0.0, scenario.id
+        stance = "supports" if decision == "allow" else "refutes"
+        blanket = ". ".join(f"{s.id} {stance} {c.id}" for s in scenario.sources for c in scenario.claims)
+        assert grade_reasoning(blanket, scenario, ids(scenario)).score == 0.0, scenario.id
+        harm = f"harm is {scenario.harm}"
+        assert grade_reasoning(harm, scenario, ids(scenario)).score == 0.0, scenario.id
 
 
 def test_parser_is_case_insensitive_and_knows_synonyms() -> None:
@@ -59,8 +118,7 @@ def test_parser_is_case_insensitive_and_knows_synonyms() -> None:
 
 
 def test_length_cap_only_reads_the_first_characters() -> None:
-    good = "claim_2 is false. src_1 refutes claim_2. src_5 refutes claim_2. harm is low."
-    padded = "filler text. " * 250 + good
+    padded = "filler text. " * 250 + GOOD
     assert grade_reasoning(padded, SCENARIO, ALL_IDS).score == 0.0
     assert grade_reasoning(padded, SCENARIO, ALL_IDS, char_cap=5000).score == 1.0
 
@@ -71,5 +129,7 @@ def test_an_agent_that_dumps_ids_in_its_decision_scores_zero_reasoning_in_the_en
     for i in ALL_IDS:
         key = "claim_id" if i.startswith("claim") else "source_id"
         env.step({"type": "verify_claim" if key == "claim_id" else "check_source", key: i})
-    env.step({"type": "decide", "decision": "flag", "reasoning": " ".join(ALL_IDS)})
-    assert env.grade().breakdown["reasoning_depth"] == 0.0
+    env.step({"type": "decide", "decision": "remove", "reasoning": " ".join(ALL_IDS)})
+    grade = env.grade()
+    assert grade.breakdown["reasoning_depth"] == 0.0 and grade.breakdown["decision_correct"] == 1.0
+    assert not grade.success

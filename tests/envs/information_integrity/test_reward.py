@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
 import integrity_gym
 from integrity_gym.envs.information_integrity import reward as rw
-from integrity_gym.envs.information_integrity.models import DECISIONS, Scenario
+from integrity_gym.envs.information_integrity.data import find_gold, load_gold
+from integrity_gym.envs.information_integrity.models import DIFFICULTIES
 
-from .conftest import generated_scenarios, gold_scenarios
+from .conftest import Outcome, action, every_count, every_subset, generated_scenarios, start
 
 #: The reference design's reward table, typed in from its README.
 REFERENCE_TABLE = {
@@ -63,76 +65,62 @@ def test_the_total_is_clipped_and_the_breakdown_still_sums_to_the_reward() -> No
     assert sum(parts.values()) == pytest.approx(reward)
 
 
-def returns(config: rw.RewardConfig, scenario: Scenario, subsets: bool) -> tuple[float, float]:
-    """(lowest return of a right decision, highest return of a wrong one) over evidence sets."""
-    claims = [c.id for c in scenario.claims]
-    sources = [s.id for s in scenario.sources]
-    if subsets:
-        claim_sets = [c for r in range(len(claims) + 1) for c in itertools.combinations(claims, r)]
-        source_sets = [s for r in range(len(sources) + 1) for s in itertools.combinations(sources, r)]
-    else:  # returns depend on the counts only (tested below), so prefixes cover every case
-        claim_sets = [tuple(claims[:k]) for k in range(len(claims) + 1)]
-        source_sets = [tuple(sources[:k]) for k in range(len(sources) + 1)]
+def extremes(outcomes: Iterable[Outcome], label: str) -> tuple[float, float]:
+    """(lowest return of a right decision, highest return of a wrong one)."""
     right, wrong = float("inf"), float("-inf")
-    for cs, ss in itertools.product(claim_sets, source_sets):
-        for decision in DECISIONS:
-            value = rw.episode_return(config, scenario, cs, ss, decision)
-            if decision == scenario.label:
-                right = min(right, value)
-            else:
-                wrong = max(wrong, value)
+    for o in outcomes:
+        if o.decision == label:
+            right = min(right, o.total)
+        else:
+            wrong = max(wrong, o.total)
     return right, wrong
 
 
-def test_default_every_right_decision_beats_every_wrong_one_on_every_gold_scenario() -> None:
-    config = rw.load_reward_config("default")
-    for scenario in gold_scenarios():
-        right, wrong = returns(config, scenario, subsets=True)
+@pytest.mark.parametrize("tier", DIFFICULTIES)
+def test_default_every_right_decision_beats_every_wrong_one_on_every_gold_scenario(tier: str) -> None:
+    """Played in the environment: every subset of claims and sources, then each decision.
+
+    The same walk checks the grade: whatever was read, a wrong decision grades 0, and a right one
+    without reasoning is never a success.
+    """
+    for scenario in load_gold(tier):
+        outcomes = list(every_subset(scenario))
+        right, wrong = extremes(outcomes, str(scenario.label))
         assert right > wrong, f"{scenario.id}: worst right {right} <= best wrong {wrong}"
+        assert (right, wrong) == (pytest.approx(0.7), pytest.approx(0.6)), scenario.id
+        for outcome in outcomes:
+            grade = outcome.grade
+            assert not grade.success, (scenario.id, outcome.evidence)
+            if outcome.decision != scenario.label:
+                assert grade.score == 0.0, (scenario.id, outcome.evidence)
 
 
 def test_default_ordering_holds_on_generated_scenarios() -> None:
-    config = rw.load_reward_config("default")
-    for scenario in generated_scenarios(15):
-        right, wrong = returns(config, scenario, subsets=False)
-        assert right > wrong, scenario.id
+    """Every number of claims and sources read, claims first or sources first, then each decision."""
+    for scenario in generated_scenarios(2):
+        right, wrong = extremes(every_count(scenario), str(scenario.label))
+        assert right > wrong, f"{scenario.id}: worst right {right} <= best wrong {wrong}"
 
 
 def test_returns_depend_on_counts_not_on_which_ids_or_their_order() -> None:
-    config = rw.load_reward_config("default")
-    scenario = next(s for s in gold_scenarios() if s.id == "hard_003")
-    sources = [s.id for s in scenario.sources]
-    values = {
-        rw.episode_return(config, scenario, ["claim_2"], list(p), "flag") for p in itertools.permutations(sources, 4)
-    }
-    assert len(values) == 1
+    scenario = find_gold("hard_003")
+    totals = set()
+    for order in itertools.permutations([s.id for s in scenario.sources], 4):
+        env = start(scenario)
+        rewards = [env.step(action(i)).reward for i in ("claim_2", *order)]
+        rewards.append(env.step({"type": "decide", "decision": "flag"}).reward)
+        totals.add(round(sum(rewards), 9))
+    assert len(totals) == 1
 
 
 def test_reference_preset_shows_the_measured_exploit() -> None:
     """Under the reference table, checking everything and deciding wrong beats minimal-and-right."""
-    config = rw.load_reward_config("reference")
     exploited = []
-    for scenario in gold_scenarios():
-        right, wrong = returns(config, scenario, subsets=False)
+    for scenario in load_gold("hard"):
+        right, wrong = extremes(every_count(scenario, reward_preset="reference"), str(scenario.label))
         if wrong >= right:
             exploited.append(scenario.id)
-    assert any(i.startswith("hard") for i in exploited)
-
-
-def test_env_returns_equal_the_pure_function() -> None:
-    env = integrity_gym.make("information_integrity/hard-v0", reward_preset="reference")
-    for seed in range(5):
-        obs = env.reset(seed=seed)
-        claims = [c.id for c in obs.claims]
-        sources = [s.id for s in obs.available_sources]
-        total = 0.0
-        for c in claims:
-            total += env.step({"type": "verify_claim", "claim_id": c}).reward
-        for s in sources:
-            total += env.step({"type": "check_source", "source_id": s}).reward
-        total += env.step({"type": "decide", "decision": "flag"}).reward
-        scenario = env.state().scenario
-        assert total == pytest.approx(rw.episode_return(env.reward_config, scenario, claims, sources, "flag"))
+    assert len(exploited) == len(load_gold("hard"))
 
 
 def test_presets_load_from_a_yaml_path_and_bad_files_name_the_problem(tmp_path: Path) -> None:
@@ -186,6 +174,6 @@ def test_exploration_rewards_do_not_depend_on_hidden_facts() -> None:
             actions = [{"type": "check_source", "source_id": s.id} for s in obs.available_sources]
             actions += [{"type": "verify_claim", "claim_id": c.id} for c in obs.claims]
             actions += actions[:2]  # repeats
-            for action in actions:
-                a, b = env.step(action), twin.step(action)
+            for act in actions:
+                a, b = env.step(act), twin.step(act)
                 assert a.reward == b.reward and a.info["reward_breakdown"] == b.info["reward_breakdown"]

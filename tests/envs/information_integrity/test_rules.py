@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
+from collections import Counter
 
 import pytest
 
 from integrity_gym.envs.information_integrity import rules
 from integrity_gym.envs.information_integrity.data import load_gold
+from integrity_gym.envs.information_integrity.generator import generate
 from integrity_gym.envs.information_integrity.models import DIFFICULTIES, ClaimFact, Scenario, SourceFact
 
 from .conftest import generated_scenarios, gold_scenarios
@@ -32,12 +35,75 @@ def scenario(verdict: str, sources: list[SourceFact], harm: str = "medium") -> S
     )  # fmt: skip
 
 
-def test_gold_set_has_at_least_ten_per_tier_and_mirrors_the_reference_mix() -> None:
-    counts = {t: [s.label for s in load_gold(t)] for t in DIFFICULTIES}
-    assert all(len(v) >= 10 for v in counts.values())
-    assert counts["easy"].count("remove") > counts["easy"].count("flag")
-    assert counts["medium"].count("flag") >= 0.7 * len(counts["medium"])
-    assert counts["hard"].count("flag") >= 0.7 * len(counts["hard"])
+@pytest.mark.parametrize("tier", DIFFICULTIES)
+def test_gold_labels_are_balanced_so_no_constant_decision_does_well(tier: str) -> None:
+    labels = Counter(s.label for s in load_gold(tier))
+    assert sum(labels.values()) >= 10
+    assert set(labels) == {"allow", "flag", "remove"}
+    assert max(labels.values()) <= 0.4 * sum(labels.values()), labels
+
+
+@pytest.mark.parametrize("tier", DIFFICULTIES)
+def test_the_visible_harm_level_alone_decides_badly(tier: str) -> None:
+    """Harm is shown and is a policy input (low harm is never remove), but it does not give the label away.
+
+    The best decision rule that reads only what every observation shows before any check (harm,
+    number of claims and of sources) is scored in-sample, so the figure is optimistic.
+    """
+
+    def best_rule_accuracy(scenarios: list[Scenario]) -> float:
+        by_key: dict[tuple[str, int, int], Counter[str]] = {}
+        for s in scenarios:
+            by_key.setdefault((s.harm, len(s.claims), len(s.sources)), Counter())[str(s.label)] += 1
+        return sum(c.most_common(1)[0][1] for c in by_key.values()) / len(scenarios)
+
+    assert best_rule_accuracy([generate(tier, seed, "eval") for seed in range(600)]) < 0.5
+    by_harm: dict[str, Counter[str]] = {}
+    for s in load_gold(tier):
+        by_harm.setdefault(s.harm, Counter())[str(s.label)] += 1
+    assert sum(c.most_common(1)[0][1] for c in by_harm.values()) <= 6
+
+
+#: Words and patterns that give a source's stance, reliability or satire away before it is checked.
+TELLTALE = re.compile(
+    r"\b(admits?|deny|denies|denied|confirm(s|ed)?|debunk\w*|myths?|hoax|fake|cgi|false|true|truth|lies?|"
+    r"proves?|proof|perfect|miracle|scam|cures?|poison\w*|warning|rumou?r|secret|hail\w*|success|surge|"
+    r"slump|tumble|fume|blame|urge|caution|no|not|never|nobody|everything|aliens?|robots?|overlords?|"
+    r"jokes?|spoof|parody|satire|comic|column|sketch|forum|thread|opinion|fan|blog|post|says?|say)\b"
+    r"|\b(19|20)\d\d\b|[!?]{2,}",
+    re.IGNORECASE,
+)
+
+
+def test_gold_and_generated_titles_are_neutral() -> None:
+    # The topic line is the same for every source of a scenario, so it cannot tell them apart.
+    titles = [
+        (s.id, src.title.replace(s.topic, "").replace(s.topic[:1].upper() + s.topic[1:], ""))
+        for s in gold_scenarios() + generated_scenarios(30)
+        for src in s.sources
+    ]
+    leaks = [(i, t) for i, t in titles if TELLTALE.search(t)]
+    assert not leaks, leaks
+    # The test can fail: the titles the issue quoted are caught.
+    assert TELLTALE.search("Dam admits everything, say fish") and TELLTALE.search("Kestrel staff deny any signal")
+
+
+def test_generated_titles_do_not_depend_on_the_stance() -> None:
+    """Each generated title template is used for sources of every stance (they are drawn blind)."""
+    templates: dict[str, set[str]] = {}
+    for s in generated_scenarios(40):
+        topic = s.topic[:1].upper() + s.topic[1:]
+        for src in s.sources:
+            shape = src.title.replace(s.topic, "{topic}").replace(topic, "{Topic}")
+            templates.setdefault(shape, set()).add("satire" if src.satire else src.stance)
+    assert len(templates) >= 3
+    assert all(stances == {"supports", "refutes", "neutral", "satire"} for stances in templates.values()), templates
+
+
+def test_every_scenario_has_sources_that_disagree() -> None:
+    """So a blanket statement ('every source refutes every claim') is always false somewhere."""
+    for s in gold_scenarios() + generated_scenarios(100):
+        assert len({(src.stance, src.satire) for src in s.sources}) > 1, s.id
 
 
 def test_every_gold_label_is_the_rule_output() -> None:

@@ -1,6 +1,9 @@
 """Graders: a pure function of an episode record to a ``Grade``.
 
-Four dimensions, weighted per tier as in the reference design:
+Four dimensions, weighted per tier as in the reference design, but with no score without the
+task: the evidence, reasoning and efficiency dimensions count only when the decision is right, so
+a wrong decision (or none) grades 0 however much was read, and a success needs the right
+decision, reasoning worth at least ``min_reasoning`` and a score at or above the threshold.
 
 - ``decision_correct``: 1 if the decision equals the label, else 0 (no partial credit, so
   always answering the middle option ``flag`` cannot collect half marks);
@@ -42,8 +45,15 @@ class EpisodeRecord(WireModel):
     reasoning_statement_cap: int = Field(default=20, ge=1, description="Statements allowed before reasoning scores 0.")
 
 
+#: Reasoning score a success needs: at least half of the gold explanation, with nothing unread or
+#: misread (see ``reasoning``), so a right decision with no reasons, or with made-up ones, fails.
+MIN_REASONING = 0.5
+
+
 class Grader:
-    """Weighted sum of the four dimensions; subclasses set ``weights``."""
+    """Weighted sum of the four dimensions when the decision is right, else 0; subclasses set ``weights``."""
+
+    min_reasoning: ClassVar[float] = MIN_REASONING
 
     weights: ClassVar[dict[str, float]] = {
         "decision_correct": 0.25,
@@ -78,12 +88,22 @@ class Grader:
         }
 
     def grade(self, record: EpisodeRecord) -> Grade:
-        """Grade ``record``; the breakdown also says whether the decision was premature."""
+        """Grade ``record``; the breakdown also says whether the decision was premature.
+
+        The dimensions are reported as measured; the score is their weighted sum only when the
+        decision is right. Reading everything and then deciding wrongly, or deciding the same way
+        every time, therefore earns nothing on the episodes it gets wrong.
+        """
         dims = self.dimensions(record)
-        score = round(sum(self.weights[k] * dims[k] for k in self.weights), 10)
-        score = min(1.0, max(0.0, score))
+        weighted = round(sum(self.weights[k] * dims[k] for k in self.weights), 10)
+        score = min(1.0, max(0.0, weighted)) if dims["decision_correct"] == 1.0 else 0.0
+        success = (
+            dims["decision_correct"] == 1.0
+            and dims["reasoning_depth"] >= self.min_reasoning
+            and score >= record.threshold
+        )
         breakdown = {**dims, "premature": 1.0 if record.premature else 0.0}
-        return Grade(score=score, success=score >= record.threshold, threshold=record.threshold, breakdown=breakdown)
+        return Grade(score=score, success=success, threshold=record.threshold, breakdown=breakdown)
 
 
 class EasyGrader(Grader):

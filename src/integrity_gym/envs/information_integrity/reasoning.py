@@ -1,6 +1,7 @@
 """Deterministic grading of the reasoning sent with a decision.
 
-Only *typed statements* count; bare ids, prose and keyword lists earn nothing:
+Only *typed statements* count; bare ids, prose, keyword lists and sentences quantified over
+"every source" or "all claims" earn nothing:
 
 - ``<source> supports <claim>`` / ``<source> refutes <claim>`` (``contradicts`` = refutes),
 - ``<claim> is <status>`` with status true, false, misleading (= partially true), contested,
@@ -8,12 +9,19 @@ Only *typed statements* count; bare ids, prose and keyword lists earn nothing:
 - ``<source> is satire`` / ``<source> is outdated``,
 - ``harm is low|medium|high``.
 
-A statement is correct only if every id it cites was checked or verified before the decision
-and it agrees with the facts; statements that contradict each other are all wrong. The score is
+The reasoning is *void* (scores 0) when any statement cites an id the agent never checked or
+verified (it asserts something it did not read), or contradicts what the agent did read: a
+checked source's stance or discount, a verified claim's known verdict, or the harm level shown in
+the observation. Blanket statements over every source or claim always fall under one of the two,
+whenever the scenario's sources disagree, as those of every gold and generated scenario do
+(tested). Otherwise the score is
 ``recall × precision``: recall over the gold statements (``rules.gold_evidence``), precision over
-every statement made. Only the first ``char_cap`` characters are read, and more than
-``statement_cap`` statements (or than the gold explanation has, if that is more) score 0, so
-dumping every combination cannot pay.
+every statement made; a wrong inference (say, the status of a claim with no verdict) lowers
+precision. A harm statement is correct only next to a correct status statement that the harm turns
+into the decision (a false or unsupported claim), so "harm is high" on its own earns nothing;
+statements that contradict each other are all wrong. Only the first ``char_cap`` characters are
+read, and more than ``statement_cap`` statements (or than the gold explanation has, if that is
+more) score 0, so dumping every combination cannot pay.
 """
 
 from __future__ import annotations
@@ -68,6 +76,8 @@ class ReasoningScore:
     statements: tuple[Statement, ...]
     correct: tuple[Statement, ...]
     over_cap: bool
+    #: Why the reasoning is void ("" if it is not): the first unfounded or contradicting statement.
+    void: str = ""
 
 
 def _alternation(words: Collection[str]) -> str:
@@ -135,6 +145,33 @@ def _cited(statement: Statement) -> list[str]:
     return [] if statement.kind == "harm" else [statement.subject]
 
 
+def _read_directly(statement: Statement, scenario: Scenario) -> bool:
+    """True if the statement restates something shown to the agent rather than inferring it.
+
+    A source's stance and discount are shown by ``check_source``, the harm level by every
+    observation, and a claim's status by ``verify_claim`` when its verdict is known. The status of a
+    claim without a verdict is an inference from the sources, and may honestly be wrong.
+    """
+    if statement.kind == "status":
+        return scenario.claim(statement.subject).verdict != "unknown"
+    return True
+
+
+def _void_reason(statements: list[Statement], scenario: Scenario, agg: rules.Aggregate, seen: set[str]) -> str:
+    for s in statements:
+        unseen = [i for i in _cited(s) if i not in seen]
+        if unseen:
+            return f"'{s.text}' cites {', '.join(unseen)}, which was never checked or verified"
+        if _read_directly(s, scenario) and not _is_true(s, scenario, agg):
+            return f"'{s.text}' contradicts what the agent was shown"
+    return ""
+
+
+def _harm_backed(statements: tuple[Statement, ...]) -> bool:
+    """A harm statement counts only next to a status the harm level turns into a decision."""
+    return any(s.kind == "status" and s.value in ("false", "unsupported") for s in statements)
+
+
 def grade_reasoning(
     text: str | None,
     scenario: Scenario,
@@ -154,18 +191,15 @@ def grade_reasoning(
     # A complete explanation of an unusually large user scenario must never exceed the cap.
     if len(unique) > max(statement_cap, len(gold)):
         return ReasoningScore(0.0, 0.0, 0.0, tuple(unique), (), True)
+    agg = rules.aggregate(scenario)
+    void = _void_reason(unique, scenario, agg, set(seen))
+    if void:
+        return ReasoningScore(0.0, 0.0, 0.0, tuple(unique), (), False, void)
     values: dict[tuple[str, str], set[str]] = {}
     for s in unique:
         values.setdefault((s.kind, s.subject), set()).add(s.value)
-    agg = rules.aggregate(scenario)
-    seen_set = set(seen)
-    correct = tuple(
-        s
-        for s in unique
-        if len(values[(s.kind, s.subject)]) == 1
-        and all(i in seen_set for i in _cited(s))
-        and _is_true(s, scenario, agg)
-    )
+    sound = tuple(s for s in unique if len(values[(s.kind, s.subject)]) == 1 and _is_true(s, scenario, agg))
+    correct = tuple(s for s in sound if s.kind != "harm" or _harm_backed(sound))
     hit = {s.text for s in correct} & gold
     recall = len(hit) / len(gold) if gold else 0.0
     precision = len(correct) / len(unique)

@@ -1,7 +1,6 @@
 """Dense step rewards, with magnitudes loaded from a YAML preset.
 
-The functions here are pure: they take counts and flags, not an environment, so the reward can
-be tested (and the ordering property enumerated) without running episodes. The environment adds
+The functions here are pure: they take counts and flags, not an environment; the environment adds
 the step rewards to a running total clipped to ``[clip_min, clip_max]``; a step whose reward was
 cut by the clip carries a ``clip`` component so that the breakdown still sums to the reward.
 """
@@ -9,7 +8,6 @@ cut by the clip carries a ``clip`` component so that the breakdown still sums to
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -18,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from integrity_gym.core.env import validate_config
-from integrity_gym.envs.information_integrity.models import DECISIONS, Decision, Scenario
+from integrity_gym.envs.information_integrity.models import DECISIONS, Decision
 
 StepKind = Literal["verify_claim", "check_source", "decide", "invalid"]
 PRESETS: tuple[str, ...] = ("default", "reference")
@@ -161,54 +159,3 @@ def apply_clip(config: RewardConfig, total_before: float, breakdown: dict[str, f
     if clipped:
         breakdown["clip"] = _round(reward - raw)
     return reward, clipped
-
-
-def episode_return(
-    config: RewardConfig,
-    scenario: Scenario,
-    claim_ids: Iterable[str],
-    source_ids: Iterable[str],
-    decision: Decision,
-    *,
-    min_claims: int = 1,
-    min_sources: int = 2,
-) -> float:
-    """Return of the episode: verify ``claim_ids``, check ``source_ids`` (in order), then decide."""
-    if scenario.label is None:
-        raise ValueError(f"scenario {scenario.id} has no label")
-    claims, sources = list(claim_ids), list(source_ids)
-    efficient = efficient_steps(config, len(scenario.claims), len(scenario.sources))
-    total, paid, step = 0.0, 0.0, 0
-    seen: set[str] = set()
-    checked = 0
-    for kind, ids in (("verify_claim", claims), ("check_source", sources)):
-        for item in ids:
-            step += 1
-            repeated = item in seen
-            seen.add(item)
-            if kind == "check_source" and not repeated:
-                checked += 1
-            parts = step_breakdown(
-                config,
-                kind=kind,  # type: ignore[arg-type]
-                repeated=repeated,
-                sources_checked_after=checked,
-                exploration_paid=paid,
-                step_number=step,
-                efficient=efficient,
-            )
-            paid += exploration_of(parts)
-            reward, _ = apply_clip(config, total, parts)
-            total += reward
-    premature = len(set(claims)) < min_claims or len(set(sources)) < min_sources
-    parts = step_breakdown(
-        config,
-        kind="decide",
-        step_number=step + 1,
-        efficient=efficient,
-        decision=decision,
-        label=scenario.label,
-        premature=premature,
-    )
-    reward, _ = apply_clip(config, total, parts)
-    return _round(total + reward)

@@ -1,4 +1,9 @@
-"""Packaged data: the hand-written gold set, reward presets and the published scenario schema."""
+"""Packaged data: the hand-written gold set, reward presets and the published scenario schema.
+
+The gold set is public (it ships in the package), so anyone can read its labels: it is a
+development and validation set, never the default evaluation. Evaluation episodes come from the
+generator's eval partition (see ``generator``).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,10 @@ from pydantic import ValidationError
 from integrity_gym.core.env import describe_validation_error
 from integrity_gym.envs.information_integrity import rules
 from integrity_gym.envs.information_integrity.models import DIFFICULTIES, Scenario
+
+#: Version of the gold set's content; bump it whenever a gold scenario's facts, label or text change.
+#: 2: labels balanced per tier (no decision above 4 in 10), titles rewritten to be neutral.
+GOLD_VERSION = 2
 
 
 @cache

@@ -1,0 +1,151 @@
+"""No score without the task: the grade of wrong, unexplained and constant decisions, played in the env."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import random
+
+import pytest
+
+import integrity_gym
+from integrity_gym.agents import make_agent
+from integrity_gym.core.types import Grade
+from integrity_gym.envs.information_integrity import rules
+from integrity_gym.envs.information_integrity.data import find_gold, load_gold
+from integrity_gym.envs.information_integrity.generator import generate
+from integrity_gym.envs.information_integrity.grader import MIN_REASONING
+from integrity_gym.envs.information_integrity.models import DECISIONS, DIFFICULTIES, Decision, Scenario
+from integrity_gym.envs.information_integrity.tasks import TASKS
+
+from .conftest import REASONINGS, THRESHOLDS, action, start, strategies
+
+
+def play(scenario: Scenario, reads: list[str], decision: Decision, reasoning: str | None) -> Grade:
+    env = start(scenario)
+    for item in reads:
+        env.step(action(item))
+    env.step({"type": "decide", "decision": decision, "reasoning": reasoning})
+    return env.grade()
+
+
+def test_each_task_keeps_its_threshold() -> None:
+    assert {spec.tier: spec.success_threshold for spec in TASKS} == THRESHOLDS
+    for spec in TASKS:
+        env = integrity_gym.make(spec.id)
+        env.reset(seed=0)
+        env.step({"type": "decide", "decision": "flag"})
+        assert env.grade().threshold == THRESHOLDS[spec.tier]
+
+
+#: One gold scenario per tier, and the grades of three ways to play it with every decisive item read:
+#: the wrong decision (with the full gold explanation), the right one with no reasoning, and the
+#: right one explained. Weights are the reference design's (easy 0.50/0.25/0.15/0.10, ...).
+PINNED = [
+    ("easy_001", 0.0, 0.85, 1.0),
+    ("medium_003", 0.0, 0.80, 1.0),
+    ("hard_003", 0.0, 0.70, 1.0),
+]
+
+
+@pytest.mark.parametrize(("scenario_id", "wrong", "unexplained", "explained"), PINNED)
+def test_pinned_grades_with_perfect_evidence(
+    scenario_id: str, wrong: float, unexplained: float, explained: float
+) -> None:
+    scenario = find_gold(scenario_id)
+    gold = rules.gold_evidence(scenario)
+    reads = [*gold.claims, *gold.sources]
+    text = ". ".join(gold.statements)
+    for decision in DECISIONS:
+        if decision != scenario.label:
+            grade = play(scenario, reads, decision, text)
+            assert (grade.score, grade.success) == (wrong, False)
+            assert grade.breakdown["evidence_breadth"] == 1.0 and grade.breakdown["reasoning_depth"] == 1.0
+    grade = play(scenario, reads, scenario.label, None)  # type: ignore[arg-type]
+    assert grade.score == pytest.approx(unexplained) and not grade.success
+    grade = play(scenario, reads, scenario.label, text)  # type: ignore[arg-type]
+    assert grade.score == explained and grade.success
+
+
+@pytest.mark.parametrize(
+    ("scenario_id", "reads", "reasoning", "score"),
+    [
+        ("medium_003", ["claim_1", "src_1", "src_2"], "claim_1 is false. harm is medium", 2 / 3),
+        ("hard_002", ["claim_1", "src_1", "src_2"],
+         "claim_1 is contested. src_1 supports claim_1. src_2 refutes claim_1", 0.7),
+    ],
+)  # fmt: skip
+def test_a_right_and_reasoned_decision_below_the_threshold_is_no_success(
+    scenario_id: str, reads: list[str], reasoning: str, score: float
+) -> None:
+    """Between 0.60 and the threshold: a lower threshold would call these successes."""
+    scenario = find_gold(scenario_id)
+    grade = play(scenario, reads, scenario.label, reasoning)  # type: ignore[arg-type]
+    assert grade.breakdown["decision_correct"] == 1.0 and grade.breakdown["reasoning_depth"] >= MIN_REASONING
+    assert grade.score == pytest.approx(score) and 0.6 <= grade.score < grade.threshold and not grade.success
+
+
+def random_reasoning(rng: random.Random, scenario: Scenario, decision: Decision) -> str | None:
+    gold = list(rules.gold_evidence(scenario).statements)
+    choice = rng.randrange(4)
+    if choice == 0:
+        return None
+    if choice == 1:
+        return ". ".join(rng.sample(gold, rng.randint(1, len(gold))))
+    return REASONINGS["gold" if choice == 2 else "stuffed"](scenario, decision)
+
+
+@pytest.mark.parametrize("tier", DIFFICULTIES)
+def test_success_implies_a_right_and_reasoned_decision(tier: str) -> None:
+    """Random agents and random strategies (evidence, decision, reasoning) on gold and generated items."""
+    task = f"information_integrity/{tier}-v0"
+    grades: list[tuple[Grade, bool]] = []
+    env = integrity_gym.make(task)
+    for seed in range(60):
+        agent = make_agent("random", env, seed=seed)
+        obs = env.reset(seed=seed)
+        while not env.done:
+            obs = env.step(agent.act(obs)).observation
+        grades.append((env.grade(), env.state().decision == env.state().scenario.label))
+    rng = random.Random(f"{tier}-strategies")
+    scenarios = list(load_gold(tier)) + [generate(tier, seed, "eval") for seed in range(40)]
+    for scenario in scenarios:
+        ids = [c.id for c in scenario.claims] + [s.id for s in scenario.sources]
+        gold = rules.gold_evidence(scenario)
+        for _ in range(8):
+            reads = rng.sample(ids, rng.randint(0, len(ids)))
+            if rng.random() < 0.5:
+                reads = list(dict.fromkeys([*gold.claims, *gold.sources, *reads]))
+            decision = rng.choice(DECISIONS)
+            grade = play(scenario, reads, decision, random_reasoning(rng, scenario, decision))
+            grades.append((grade, decision == scenario.label))
+    assert sum(g.success for g, _ in grades) > 20, "the property must be exercised by some successes"
+    for grade, right in grades:
+        if grade.success:
+            assert right and grade.breakdown["reasoning_depth"] >= MIN_REASONING
+            assert grade.score >= THRESHOLDS[tier]
+        if not right:
+            assert grade.score == 0.0 and not grade.success
+
+
+@pytest.mark.parametrize("tier", DIFFICULTIES)
+@pytest.mark.parametrize("source", ["gold", "generated"])
+def test_no_constant_decision_reaches_three_quarters_of_the_threshold(tier: str, source: str) -> None:
+    """Always the same decision, with each evidence strategy and even the best possible reasoning."""
+    scenarios = list(load_gold(tier)) if source == "gold" else [generate(tier, s, "eval") for s in range(24)]
+    best = {decision: [0.0] * len(scenarios) for decision in DECISIONS}
+    for index, scenario in enumerate(scenarios):
+        for reads in strategies(scenario).values():
+            env = start(scenario)
+            for item in reads:
+                env.step(action(item))
+            for decision, name in itertools.product(DECISIONS, REASONINGS):
+                leaf = copy.deepcopy(env)
+                text = REASONINGS[name](scenario, decision)
+                leaf.step({"type": "decide", "decision": decision, "reasoning": text})
+                best[decision][index] = max(best[decision][index], leaf.grade().score)
+    for decision, scores in best.items():
+        mean = sum(scores) / len(scores)
+        assert mean <= 0.75 * THRESHOLDS[tier], f"always {decision} on {source} {tier}: {mean:.3f}"
+        # The best it can do is the share of labels it happens to match, with a perfect grade on those.
+        assert mean == pytest.approx(sum(s.label == decision for s in scenarios) / len(scenarios))
