@@ -43,7 +43,10 @@ def test_thousand_documents_are_valid_and_fit_the_budget(kind: Kind) -> None:
         assert Document.model_validate(doc.model_dump(mode="json")) == doc
         assert doc.id == f"{kind}-g{GENERATOR_VERSION}-s7-i{index}"
         assert len(doc.text) >= DEFAULT_MIN_CHARS[kind]
-        assert all(0 < len(e.text) < 200 and e.text == e.text.strip() for e in doc.entities)
+        # At most half of a 200-character window: NEXT_CHUNK moves half a window, so every entity
+        # lies wholly inside some window and can be redacted at any window size >= 200 (the
+        # longest seen is 78 characters, a spoken phone number).
+        assert all(0 < len(e.text) <= 100 and e.text == e.text.strip() for e in doc.entities), doc.id
         assert all(doc.text[e.start : e.end] == e.text for e in doc.entities)
         assert oracle_steps(doc) <= BUDGET[kind] - 5, (doc.id, oracle_steps(doc))
 
