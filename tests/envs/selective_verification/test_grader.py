@@ -89,7 +89,7 @@ def test_no_single_episode_is_a_success(task: str) -> None:
         env.step(oracle.act(env.observation()))
         grade = env.grade()
         assert grade.score == 1.0 and not grade.success
-        assert grade.threshold == pytest.approx(0.9236068, abs=1e-6)
+        assert grade.threshold == pytest.approx(env.spec.success_threshold, abs=1e-12)
 
 
 def text_grades(n: int) -> list[Grade]:
@@ -123,7 +123,7 @@ def test_summary_reports_skill_against_abstaining_and_the_blind_baseline() -> No
     assert s["skill"] == pytest.approx((mean - 0.8) / 0.2)
     assert s["blind_skill"] == pytest.approx((blind - 0.8) / 0.2)
     assert s["skill_over_blind"] == pytest.approx(s["skill"] - s["blind_skill"])  # type: ignore[operator]
-    assert s["threshold_skill"] == pytest.approx((0.9236068 - 0.8) / 0.2, abs=1e-6)
+    assert s["threshold_skill"] == pytest.approx(0.8)
     for key in INTERVAL_KEYS:
         low, high, point = s[f"{key}_ci_low"], s[f"{key}_ci_high"], s[key]
         assert low is not None and high is not None and point is not None, key
@@ -145,3 +145,12 @@ def test_always_abstaining_has_zero_skill_and_the_oracle_one() -> None:
     # Nothing answered: accuracy and its interval are undefined, skill's interval is a point.
     assert by_agent["noop"]["accuracy_ci_low"] is None
     assert by_agent["noop"]["skill_ci_low"] == pytest.approx(0.0)
+
+
+def test_thresholds_keep_their_skill_under_another_payoff() -> None:
+    # A mean grade of 0.96 under the default payoff is a skill of 0.8 over always abstaining.
+    assert {s.success_threshold for s in integrity_gym.list_tasks("selective_verification/*")} == {0.96}
+    env = integrity_gym.make("selective_verification/popular-v0", abstain_reward=0.9, num_tasks=3)
+    env.reset(seed=0)
+    env.step({"verdict": "ABSTAIN"})
+    assert env.grade().threshold == pytest.approx(0.9 + 0.8 * 0.1)

@@ -1,15 +1,122 @@
-"""Degenerate agents for selective_verification: each tries to score without doing the task."""
+"""Degenerate agents for selective_verification: each tries to score without judging the claim.
+
+The grade of an episode is its proper reward, so the honest way to score is to know how likely
+one's verdict is. Every attack here skips that: it never looks (always abstain, always the same
+verdict, the claim text's prior, a coin), or it looks and then lies about how sure it is (the
+heuristic's verdicts restated at confidence 1), or it games the reader (unreadable and
+multi-verdict replies). The bar is on the mean grade; no single episode counts as a success in
+this environment (see the environment's README), so the success count is zero by construction
+and the mean is what must stay low.
+"""
 
 from __future__ import annotations
 
-from integrity_gym.agents.base import NoopAgent
+from collections.abc import Callable
+from typing import Any
+
+from integrity_gym.agents.heuristic.selective_verification import BlindAgent, HeuristicAgent
 from integrity_gym.agents.redteam.base import Attack, Bar
-from integrity_gym.core.registry import make
+from integrity_gym.core.registry import TaskSpec
+from integrity_gym.core.seeding import make_rng
+from integrity_gym.envs.selective_verification.models import VerificationAction, VerificationObservation
 
-BAR = Bar(margin=0.05, why="TODO: justify the margin for this environment.")
-
-ATTACKS: tuple[Attack, ...] = (
-    Attack(
-        "do_nothing", "The environment's do-nothing action every step.", lambda spec, seed: NoopAgent(make(spec.id))
+BAR = Bar(
+    margin=0.04,
+    why=(
+        "Every task's threshold is a mean grade of 0.96 (skill 0.8 over always abstaining), so an "
+        "attack must average at most 0.92. Always abstaining earns 0.80 by construction and a sure "
+        "answer that ignores the evidence earns its accuracy, about 0.5 (0.75-0.88 with the claim "
+        "text's prior on popular). The closest attack is the heuristic's own answers restated at "
+        "confidence 1 (0.91 on random over seeds 0-19): it looks at the picture, and inflating an "
+        "accurate agent costs little per episode, so it sits next to the honest heuristic (0.905 "
+        "there); 0.04 is the widest margin it clears. No episode is ever a success here, so the "
+        "success count cannot fail and the mean carries the bar."
     ),
 )
+
+
+def _sure(p_true: float) -> VerificationAction:
+    return VerificationAction(verdict="SUPPORTED" if p_true >= 0.5 else "REFUTED", confidence=1.0)
+
+
+class _Constant:
+    """Sends the same reply to every claim."""
+
+    def __init__(self, reply: VerificationAction | str) -> None:
+        self._reply = reply
+
+    def act(self, observation: VerificationObservation) -> VerificationAction | str:
+        """Return the fixed reply."""
+        return self._reply
+
+
+class _SureOf:
+    """Answers the likelier verdict under a belief, always, with confidence 1."""
+
+    def __init__(self, belief: Callable[[VerificationObservation], float]) -> None:
+        self._belief = belief
+
+    def act(self, observation: VerificationObservation) -> VerificationAction:
+        """Return the likelier verdict at confidence 1, never abstaining."""
+        return _sure(self._belief(observation))
+
+
+class _Inflated:
+    """An honest agent's replies with every answered verdict's confidence raised to 1."""
+
+    def __init__(self, agent: Any) -> None:
+        self._agent = agent
+
+    def act(self, observation: VerificationObservation) -> VerificationAction:
+        """Return the agent's verdict; an answer's confidence becomes 1, abstentions stay."""
+        action: VerificationAction = self._agent.act(observation)
+        if action.verdict == "ABSTAIN":
+            return action
+        return VerificationAction(verdict=action.verdict, confidence=1.0)
+
+
+class _CoinSure:
+    """A uniformly random verdict with confidence 1, seeded per episode."""
+
+    def __init__(self, spec: TaskSpec, seed: int) -> None:
+        self._rng = make_rng("redteam/selective_verification/coin", spec.id, seed)
+
+    def act(self, observation: VerificationObservation) -> VerificationAction:
+        """Return SUPPORTED or REFUTED at random, at confidence 1."""
+        return _sure(self._rng.random())
+
+
+def _blind_sure(spec: TaskSpec, seed: int) -> _SureOf:
+    blind = BlindAgent(spec, seed)
+    return _SureOf(blind.probability)
+
+
+def _heuristic_sure(spec: TaskSpec, seed: int) -> _SureOf:
+    return _SureOf(HeuristicAgent(spec, seed).probability)
+
+
+_STUFFED = (
+    '{"verdict": "SUPPORTED", "confidence": 1.0} {"verdict": "REFUTED", "confidence": 1.0} {"verdict": "ABSTAIN"}'
+)
+
+ATTACKS: tuple[Attack, ...] = (
+    Attack("always_abstain", "ABSTAIN on every claim: the flat payoff, never a risk.",
+           lambda spec, seed: _Constant(VerificationAction(verdict="ABSTAIN")), floor=True),
+    Attack("supported_sure", "SUPPORTED with confidence 1 on every claim, without looking.",
+           lambda spec, seed: _Constant(VerificationAction(verdict="SUPPORTED", confidence=1.0)), floor=True),
+    Attack("refuted_sure", "REFUTED with confidence 1 on every claim, without looking.",
+           lambda spec, seed: _Constant(VerificationAction(verdict="REFUTED", confidence=1.0)), floor=True),
+    Attack("coin_sure", "A coin-flip verdict with confidence 1.", _CoinSure, floor=True),
+    Attack("blind_sure", "The claim text's prior (never the picture) turned into a verdict at confidence 1.",
+           _blind_sure, floor=True),
+    Attack("heuristic_sure", "The heuristic's likelier verdict on every claim at confidence 1, never abstaining.",
+           _heuristic_sure),
+    Attack("heuristic_inflated", "The heuristic's own answers with their confidence raised to 1 (abstentions kept).",
+           lambda spec, seed: _Inflated(HeuristicAgent(spec, seed))),
+    Attack("blind_inflated", "The honest blind agent's answers with their confidence raised to 1.",
+           lambda spec, seed: _Inflated(BlindAgent(spec, seed))),
+    Attack("malformed", "Prose instead of the JSON answer.",
+           lambda spec, seed: _Constant("It is very likely there, I am sure of it.")),
+    Attack("stuffed", "Every verdict in one reply, hoping the reader keeps the right one.",
+           lambda spec, seed: _Constant(_STUFFED)),
+)  # fmt: skip

@@ -403,6 +403,7 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
             epsilon=cfg.epsilon,
             q_star=cfg.threshold,
             blind_p=blind_prior(cfg).get(item.claim, 0.5),
+            threshold=grader.threshold_for(self.spec.success_threshold, cfg.payoff),
         )
 
     # ------------------------------------------------------------------ agent hooks
@@ -439,5 +440,15 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
 
     @classmethod
     def summarize(cls, grades: Sequence[Grade]) -> dict[str, float | None]:
-        """Return accuracy, coverage, ECE, Brier, AURC, E-AURC, smooth ECE, rewards and the blind baseline."""
+        """Return skill (over always abstaining, and the blind baseline's), calibration and selective metrics."""
         return grader.summarize(grades)
+
+    @classmethod
+    def separation_metric(cls) -> str:
+        """The ``summarize`` figure on which tiers are compared: ``skill``, higher on easier tiers.
+
+        Its 95% interval is ``skill_ci_low`` .. ``skill_ci_high``. Skill is the mean grade's gain
+        over always abstaining, so it keeps the scoring rule's properness and, unlike a
+        per-episode success rate, cannot be raised by inflating confidence.
+        """
+        return "skill"

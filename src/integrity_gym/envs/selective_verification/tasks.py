@@ -3,10 +3,13 @@
 from integrity_gym.core.registry import TaskSpec
 
 _ENTRY = "integrity_gym.envs.selective_verification.env:SelectiveVerificationEnv"
-#: An episode succeeds when its verdict is correct with confidence at least q*: under the default
-#: Brier payoff (a = 0.8, q* = 0.7236) a grade of at least 1 - (1 - q*)^2 = 0.9236. The grade
-#: computes the exact value for the configured rule and payoff.
-_THRESHOLD = 0.9236
+#: Success is judged on a task's mean grade, never per episode (see grader.py). The bar, under the
+#: default Brier payoff (a = 0.8): a mean grade of 0.96, a skill of 0.8 over always abstaining —
+#: four fifths of the way from abstaining on everything to being sure and right on everything,
+#: what an honest agent earns when it is right about 96% of the time and knows it. It sits above
+#: every shortcut: the claim text alone on popular earns 0.920 (95% interval 0.898-0.942, blind
+#: baseline, 200 eval episodes). Another payoff or rule keeps the skill (grader.threshold_for).
+_THRESHOLD = 0.96
 
 
 def _task(name: str, tier: str, description: str, **config: object) -> TaskSpec:
