@@ -166,5 +166,5 @@ def test_golden_samples_are_stable_within_a_process() -> None:
     assert first == golden_samples()
     splits = Counter(s["split"] for s in first)
     assert splits == Counter({"balanced": 3, "random": 3, "popular": 3, "adversarial": 3, "text": 3})
-    assert all(len(s.get("png_sha256", s.get("passage_sha256", ""))) == 64 for s in first)
+    assert all(len(s.get("pixels_sha256", s.get("passage_sha256", ""))) == 64 for s in first)
     assert png_bytes(GeneratedSource("balanced", "eval").item(0)).startswith(b"\x89PNG")

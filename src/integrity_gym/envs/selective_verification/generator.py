@@ -30,9 +30,15 @@ from typing import Any, Literal
 from integrity_gym.core.seeding import make_rng, partition_of, stable_id
 from integrity_gym.envs.selective_verification.glyphs import CATEGORIES
 from integrity_gym.envs.selective_verification.models import DIFFICULTIES, Difficulty, Item
-from integrity_gym.envs.selective_verification.scenes import build_scene, encode_png, render, sample_composition
+from integrity_gym.envs.selective_verification.scenes import (
+    build_scene,
+    encode_png,
+    pixel_digest,
+    render,
+    sample_composition,
+)
 
-GENERATOR_VERSION = "selective_verification/gen-v0"
+GENERATOR_VERSION = "selective_verification/gen-v1"
 POPE_SPLITS = ("random", "popular", "adversarial")
 PartitionName = Literal["train", "eval", "all"]
 DifficultyChoice = Literal["easy", "medium", "hard", "mixed"]
@@ -236,7 +242,8 @@ def png_bytes(item: Item) -> bytes:
 def golden_samples() -> list[dict[str, Any]]:
     """Return the first items of every sampler at seed 0 (eval partition), for the contract suite.
 
-    Pictures are summarised by the SHA-256 of their PNG bytes.
+    Pictures are summarised by the SHA-256 of their decoded pixels (``pixel_digest``), not of
+    their PNG bytes, which depend on the zlib build.
     """
     from integrity_gym.envs.selective_verification.textgen import TextSource
 
@@ -255,7 +262,7 @@ def golden_samples() -> list[dict[str, Any]]:
                     "scene_type": item.scene.scene_type,
                     "difficulty": item.scene.difficulty,
                     "objects": [[o.category, *o.box, o.visible_fraction] for o in item.scene.objects],
-                    "png_sha256": hashlib.sha256(png_bytes(item)).hexdigest(),
+                    "pixels_sha256": pixel_digest(render(item.scene)),
                 }
             )
     text = TextSource("eval", seed=0)

@@ -8,22 +8,24 @@ every object stays at least ``min_visible`` visible) and from drawing (pixels), 
 statistics never need pixels.
 
 Difficulty sets object size, rotation, the occlusion allowed, clutter shapes, background texture
-and pixel noise.
+and pixel noise. Drawing uses only arithmetic whose results IEEE 754 fixes, so a scene has the
+same pixels on every supported install (see ``render``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
-from PIL import Image, ImageDraw
+from PIL import Image
 
-from integrity_gym.core.seeding import make_np_rng
-from integrity_gym.envs.selective_verification.glyphs import CATEGORIES, load_glyph
+from integrity_gym.core.seeding import derive_seed
+from integrity_gym.envs.selective_verification.glyphs import CATEGORIES, glyph_mask, glyph_variant
 from integrity_gym.envs.selective_verification.models import Clutter, Difficulty, Scene, SceneObject
 
 
@@ -156,24 +158,6 @@ def sample_composition(
     return stype.name, tuple(sorted({*fill, *([require] if require else [])}))
 
 
-@lru_cache(maxsize=1024)
-def _glyph_variant(category: str, size: int, angle: float) -> Image.Image:
-    # Cached and shared: callers only read the returned image (paste source, alpha channel).
-    glyph = load_glyph(category)
-    scale = size / max(glyph.size)
-    new_size = (max(2, round(glyph.width * scale)), max(2, round(glyph.height * scale)))
-    img = glyph.resize(new_size, Image.Resampling.BILINEAR)
-    if angle:
-        img = img.rotate(angle, resample=Image.Resampling.BILINEAR, expand=True)
-    return img
-
-
-@lru_cache(maxsize=4096)
-def _mask(category: str, size: int, angle: float) -> np.ndarray:
-    alpha = np.asarray(_glyph_variant(category, size, angle).getchannel("A"))
-    return alpha > 127
-
-
 def place_objects(
     categories: Sequence[str], difficulty: Difficulty, width: int, height: int, rng: random.Random
 ) -> tuple[SceneObject, ...]:
@@ -192,7 +176,7 @@ def place_objects(
                 shrink *= 0.85
             size = max(8, round(side * rng.uniform(*prof.size) * shrink))
             angle = round(rng.uniform(-prof.max_angle, prof.max_angle), 1) if prof.max_angle else 0.0
-            mask = _mask(cat, size, angle)
+            mask = glyph_mask(cat, size, angle)
             mh, mw = mask.shape
             if mw > width or mh > height:
                 continue
@@ -217,7 +201,7 @@ def place_objects(
     objects = []
     for idx, (cat, x, y, size, angle) in enumerate(placed):
         shown = int((owner == idx).sum())
-        mask = _mask(cat, size, angle)
+        mask = glyph_mask(cat, size, angle)
         mys, mxs = np.nonzero(mask)
         box = (x + int(mxs.min()), y + int(mys.min()), x + int(mxs.max()) + 1, y + int(mys.max()) + 1)
         visible = round(shown / areas[idx], 4)
@@ -261,32 +245,98 @@ def build_scene(
     )
 
 
+def gaussian_noise(bits: np.random.BitGenerator, shape: tuple[int, ...], sigma: float) -> np.ndarray:
+    """Draw bell-shaped noise of standard deviation ``sigma`` from a bit generator's raw words.
+
+    Each value is an Irwin-Hall sum of the four 16-bit lanes of one raw 64-bit word, centred and
+    scaled (bounded at +-3.46 sigma). Only the raw stream, which numpy keeps stable for a given
+    bit generator and seed, and integer and IEEE arithmetic are used; ``Generator.normal`` may
+    change between numpy versions.
+    """
+    n = math.prod(shape)
+    raw = bits.random_raw(n) if n else np.zeros(0, dtype=np.uint64)
+    lanes = np.asarray(raw, dtype=np.uint64)
+    mask = np.uint64(0xFFFF)
+    total = lanes & mask
+    for shift in (16, 32, 48):
+        total = total + ((lanes >> np.uint64(shift)) & mask)
+    # Sum of four uniform integers on 0..65535: mean 2 * 65535, variance 4 * (65536**2 - 1) / 12.
+    scale = sigma / math.sqrt(4 * (65536**2 - 1) / 12)
+    return ((total.astype(np.int64) - 2 * 65535).astype(np.float64) * scale).reshape(shape)
+
+
+def shape_mask(shape: str, box: tuple[int, int, int, int], width: int, height: int) -> np.ndarray:
+    """Return the pixels a clutter ``shape`` covers: those whose centre lies inside it.
+
+    The box is half-open, (x0, y0) included and (x1, y1) excluded; the ellipse is the one inscribed
+    in the box. The test runs on integers (coordinates doubled), so it is exact.
+    """
+    x0, y0, x1, y1 = box
+    xs = 2 * np.arange(width, dtype=np.int64)[None, :] + 1
+    ys = 2 * np.arange(height, dtype=np.int64)[:, None] + 1
+    if shape == "rectangle":
+        return (xs > 2 * x0) & (xs < 2 * x1) & (ys > 2 * y0) & (ys < 2 * y1)
+    if shape == "ellipse":
+        rx, ry = x1 - x0, y1 - y0  # doubled radii
+        return (xs - (x0 + x1)) ** 2 * ry**2 + (ys - (y0 + y1)) ** 2 * rx**2 <= rx**2 * ry**2
+    raise ValueError(f"unknown clutter shape {shape!r}; use ellipse or rectangle")
+
+
+def _over(below: np.ndarray, colour: np.ndarray, alpha: np.ndarray | float) -> np.ndarray:
+    # Porter-Duff "over" with a premultiplied colour: out = colour + below * (255 - alpha) / 255.
+    return colour + below * (255.0 - alpha) / 255.0
+
+
+def over(canvas: np.ndarray, premultiplied: np.ndarray, x: int, y: int) -> None:
+    """Composite a premultiplied RGBA layer onto the opaque float RGB ``canvas`` at (x, y), in place.
+
+    Parts outside the canvas are dropped.
+    """
+    h, w = canvas.shape[:2]
+    lh, lw = premultiplied.shape[:2]
+    cx0, cy0, cx1, cy1 = max(x, 0), max(y, 0), min(x + lw, w), min(y + lh, h)
+    if cx0 >= cx1 or cy0 >= cy1:
+        return
+    layer = premultiplied[cy0 - y : cy1 - y, cx0 - x : cx1 - x].astype(np.float64)
+    region = canvas[cy0:cy1, cx0:cx1]
+    region[...] = _over(region, layer[..., :3], layer[..., 3:])
+
+
 def render(scene: Scene) -> np.ndarray:
-    """Draw ``scene`` as an RGB uint8 array (uses only what is visible: no labels, no scene type)."""
+    """Draw ``scene`` as an RGB uint8 array (uses only what is visible: no labels, no scene type).
+
+    Everything is numpy arithmetic with results fixed by IEEE 754 (no Pillow drawing, no
+    transcendental functions, no distribution sampling), so a scene gives the same pixels with
+    every supported numpy and Pillow.
+    """
     prof = PROFILES[scene.difficulty]
-    nrng = make_np_rng("selective_verification/render", scene.render_seed)
+    bits = np.random.PCG64(derive_seed("selective_verification/render", scene.render_seed))
     h, w = scene.height, scene.width
-    base = np.empty((h, w, 3), dtype=np.float32)
-    base[:] = np.asarray(scene.background, dtype=np.float32)
+    canvas = np.empty((h, w, 3), dtype=np.float64)
+    canvas[:] = np.asarray(scene.background, dtype=np.float64)
     if prof.gradient:
-        ramp = np.linspace(1.0 - prof.gradient / 2, 1.0 + prof.gradient / 2, h, dtype=np.float32)
-        base *= ramp[:, None, None]
+        ramp = np.arange(h, dtype=np.float64) * prof.gradient / max(h - 1, 1) + (1.0 - prof.gradient / 2)
+        canvas *= ramp[:, None, None]
     if prof.texture:
-        coarse = nrng.normal(0.0, prof.texture, size=(h // 8 + 1, w // 8 + 1, 3)).astype(np.float32)
-        base += np.kron(coarse, np.ones((8, 8, 1), dtype=np.float32))[:h, :w]
-    canvas = Image.fromarray(np.clip(base, 0, 255).astype(np.uint8), "RGB").convert("RGBA")
-    if scene.clutter:
-        layer = Image.new("RGBA", (w, h), (0, 0, 0, 0))
-        draw = ImageDraw.Draw(layer)
-        for shape in scene.clutter:
-            (draw.ellipse if shape.shape == "ellipse" else draw.rectangle)(shape.box, fill=shape.color)
-        canvas.alpha_composite(layer)
+        coarse = gaussian_noise(bits, (h // 8 + 1, w // 8 + 1, 3), prof.texture)
+        canvas += np.repeat(np.repeat(coarse, 8, axis=0), 8, axis=1)[:h, :w]
+    np.clip(canvas, 0.0, 255.0, out=canvas)
+    for shape in scene.clutter:
+        *rgb, a = shape.color
+        covered = shape_mask(shape.shape, shape.box, w, h)
+        canvas[covered] = _over(canvas[covered], np.array([v * a / 255 for v in rgb]), float(a))
     for obj in scene.objects:
-        canvas.alpha_composite(_glyph_variant(obj.category, obj.size, obj.angle), (obj.x, obj.y))
-    out = np.asarray(canvas.convert("RGB"), dtype=np.float32)
+        over(canvas, glyph_variant(obj.category, obj.size, obj.angle), obj.x, obj.y)
     if prof.noise:
-        out = out + nrng.normal(0.0, prof.noise, size=out.shape).astype(np.float32)
-    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+        canvas += gaussian_noise(bits, (h, w, 3), prof.noise)
+    return np.clip(np.rint(canvas), 0, 255).astype(np.uint8)
+
+
+def pixel_digest(pixels: np.ndarray) -> str:
+    """Return the SHA-256 of a picture's decoded content: its shape, dtype and pixel bytes."""
+    arr = np.ascontiguousarray(pixels)
+    header = f"{arr.dtype.str}:{'x'.join(map(str, arr.shape))}:".encode()
+    return hashlib.sha256(header + arr.tobytes()).hexdigest()
 
 
 def encode_png(pixels: np.ndarray) -> bytes:
