@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, create_model
 
 import integrity_gym
 from integrity_gym.core.env import Env
@@ -128,8 +128,11 @@ class ResetRequest(BaseModel):
     difficulty: Literal["easy", "medium", "hard"] | None = Field(
         default=None, description="Pick this environment's task of this tier."
     )
-    seed: int | None = Field(default=None, description="Seed of the episode; the same seed gives the same episode.")
-    scenario_id: str | int | None = Field(default=None, description="A specific item, by id or index.")
+    # Strict: JSON true/false are not seeds or indices (the schema says integer, so must the server).
+    seed: StrictInt | None = Field(
+        default=None, description="Seed of the episode; the same seed gives the same episode."
+    )
+    scenario_id: StrictStr | StrictInt | None = Field(default=None, description="A specific item, by id or index.")
     options: dict[str, Any] | None = Field(default=None, description="Environment-specific reset options.")
     episode_id: str | None = Field(
         default=None,

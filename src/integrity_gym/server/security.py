@@ -150,23 +150,37 @@ _FIELD_HINTS = {
 }
 
 
+#: Steps pydantic adds to an error's location for the member of a union it tried (``str``,
+#: ``int``, ``literal['a']``...): not fields, so they are dropped and the members' messages merged.
+_UNION_MEMBER = re.compile(r"^(str|int|float|bool|none|list|dict|[a-z-]+\[.*\])$")
+
+
 def json_safe_errors(errors: Any) -> list[dict[str, Any]]:
     """Pydantic's errors as plain JSON (``loc``, ``msg``, ``type``), each message saying what is expected.
 
-    An unknown field gets the name to use instead when it is a common misnaming (``task_id``).
+    An unknown field gets the name to use instead when it is a common misnaming (``task_id``);
+    the failed members of a union become one message (``a valid string or a valid integer``).
     """
-    safe = []
+    safe: list[dict[str, Any]] = []
     for err in errors:
         loc = [str(p) for p in err.get("loc", ())]
+        member = bool(loc) and bool(_UNION_MEMBER.match(loc[-1]))
+        if member:
+            loc = loc[:-1]
         kind = str(err.get("type", ""))
         msg = str(err.get("msg", "invalid"))
         if kind == "extra_forbidden":
             hint = _FIELD_HINTS.get(loc[-1]) if loc else None
             msg = f"unknown field; use '{hint}'" if hint else "unknown field; see the schema for the accepted fields"
-        elif kind != "missing" and "input" in err:
-            shown = json.dumps(err["input"], default=str)
-            msg = f"{msg} (got {shown if len(shown) <= 40 else shown[:37] + '...'})"
-        safe.append({"loc": loc, "msg": msg, "type": kind})
+        if member and safe and safe[-1]["loc"] == loc:
+            safe[-1]["msg"] += " or " + msg.removeprefix("Input should be ")
+            continue
+        safe.append({"loc": loc, "msg": msg, "type": kind, "input": err.get("input"), "shown": kind != "missing"})
+    for item in safe:
+        value, shown = item.pop("input"), item.pop("shown")
+        if shown and item["type"] != "extra_forbidden" and value is not None:
+            text = json.dumps(value, default=str)
+            item["msg"] += f" (got {text if len(text) <= 40 else text[:37] + '...'})"
     return safe
 
 
