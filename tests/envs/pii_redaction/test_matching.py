@@ -8,7 +8,7 @@ import pytest
 
 from integrity_gym.core.spans import iou
 from integrity_gym.envs.pii_redaction import matching
-from integrity_gym.envs.pii_redaction.matching import IncrementalMatcher, Span, match, tally
+from integrity_gym.envs.pii_redaction.matching import GoldWeights, IncrementalMatcher, Span, match, tally
 
 
 def brute_force_best(pred: list[Span], gold: list[Span], threshold: float) -> tuple[int, int]:
@@ -74,7 +74,9 @@ def test_incremental_matcher_agrees_with_batch_matching(threshold: float) -> Non
     rng = random.Random(11)
     for _ in range(100):
         pred, gold = random_case(rng, overlapping_gold=rng.random() < 0.5)
-        weights = [rng.choice([0.5, 0.25, 1 / 3]) for _ in gold]
+        weights = GoldWeights(
+            recall=tuple(rng.choice([0.5, 0.25, 1 / 3]) for _ in gold), hit=tuple(rng.choice([1.0, 0.5]) for _ in gold)
+        )
         inc = IncrementalMatcher(gold, threshold, weights)
         matched = 0
         for k, p in enumerate(pred):
@@ -87,6 +89,7 @@ def test_incremental_matcher_agrees_with_batch_matching(threshold: float) -> Non
             batch_counts = tally(pred[: k + 1], gold, batch, weights)
             assert inc.counts().weight_matched == pytest.approx(batch_counts.weight_matched, abs=1e-12)
             assert inc.counts().weight_correct == pytest.approx(batch_counts.weight_correct, abs=1e-12)
+            assert inc.counts().hits == pytest.approx(batch_counts.hits, abs=1e-12)
 
 
 def test_a_sub_span_of_a_matched_entity_is_not_matched_twice() -> None:
@@ -121,5 +124,5 @@ def test_matching_compares_only_nearby_spans_not_all_pairs(monkeypatch: pytest.M
 
 
 def test_weights_must_fit_the_gold() -> None:
-    with pytest.raises(ValueError, match="2 weights for 1 gold spans"):
-        IncrementalMatcher([(0, 5, "NAME")], 0.6, [0.5, 0.5])
+    with pytest.raises(ValueError, match="got 2 and 1 weights for 1 gold spans"):
+        IncrementalMatcher([(0, 5, "NAME")], 0.6, GoldWeights(recall=(0.5, 0.5), hit=(1.0,)))

@@ -111,7 +111,9 @@ def test_default_grade_weighs_labels_then_values_then_mentions() -> None:
     # two mentions share hers (1/12 each). Found with the right label: email 1/3, one Mara
     # mention 1/12, Olek 1/6; the phone matched under the wrong label (1/3).
     recall = 1 / 3 + 1 / 12 + 1 / 6
-    precision = 4 / 5
+    # Precision: Mara's value is half hit (one of her two mentions), the others whole; one false
+    # positive counts one.
+    precision = 3.5 / 4.5
     f1 = 2 * precision * recall / (precision + recall)
     labels = recall / (recall + 1 / 3)  # right labels among the matched weight
     utility = 1 - 10 / (len(DOC_MIX.text) - (22 + 12 + 10 + 10 + 11))  # only non-PII characters count
@@ -161,6 +163,18 @@ def test_repeating_one_name_is_worth_one_value_of_one_label() -> None:
     # Under the reference formulas the repeated name alone would pass the hard threshold.
     reference = play(DOC_CHAT, redact_all(DOC_CHAT, agent_mentions), "reference").grade()
     assert reference.score > 0.75
+
+
+def test_repeating_one_name_cannot_pad_precision() -> None:
+    agent_mentions = [k for k, e in enumerate(DOC_CHAT.entities) if e.text == AGENT]
+    # Three false positives in the first line's filler ("Hello", "how", "can").
+    spray = ["REDACT 27 32 NAME", "REDACT 34 37 NAME", "REDACT 38 41 NAME"]
+    assert [DOC_CHAT.text[27:32], DOC_CHAT.text[34:37], DOC_CHAT.text[38:41]] == ["Hello", "how", "can"]
+    padded = play(DOC_CHAT, redact_all(DOC_CHAT, agent_mentions) + spray)
+    # The 13 mentions of one value count as one hit against three false positives.
+    assert padded.grade().breakdown["precision"] == pytest.approx(1 / 4)
+    reference = play(DOC_CHAT, redact_all(DOC_CHAT, agent_mentions) + spray, "reference")
+    assert reference.grade().breakdown["precision"] == pytest.approx(13 / 16)
 
 
 def test_a_span_under_the_wrong_label_adds_no_recall() -> None:

@@ -197,6 +197,18 @@ class MostRepeated(_Sprayer):
         ]
 
 
+class SpeakerNamesAndNumbers(_Sprayer):
+    """Speaker names (cheap true positives, to pad precision) plus every run of digits."""
+
+    def spans(self, obs: RedactionObservation) -> Iterable[Span]:
+        """Speaker names first, then digit runs that overlap none of them."""
+        names = list(SpeakerNames.spans(self, obs))  # type: ignore[arg-type]
+        yield from names
+        for start, end, label in EveryNumber.spans(self, obs):  # type: ignore[arg-type]
+            if all(end <= s or start >= e for s, e, _ in names):
+                yield start, end, label
+
+
 class AllNamed:
     """The heuristic's spans, every one labelled NAME (does the label matter?)."""
 
@@ -296,6 +308,11 @@ BASE_ATTACKS: tuple[Attack, ...] = (
         "do_nothing", "The environment's do-nothing action every step.", lambda spec, seed: NoopAgent(make(spec.id))
     ),
     _attack("speaker_names", "Redact the name in every chat speaker tag, as NAME.", SpeakerNames),
+    _attack(
+        "speaker_names_and_every_number",
+        "Speaker-tag names to pad precision with repeated true positives, plus every run of digits.",
+        SpeakerNamesAndNumbers,
+    ),
     _attack("heuristic_all_name", "The heuristic baseline's spans, all labelled NAME.", AllNamed),
     _attack("every_number", "Redact every run of digits, labelled by digit count.", EveryNumber),
     _attack("every_capitalised_word", "Redact every capitalised word as NAME.", EveryCapitalised),

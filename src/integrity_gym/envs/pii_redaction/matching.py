@@ -30,8 +30,21 @@ Span = tuple[int, int, str]  # (start, end, label)
 
 
 @dataclass(frozen=True)
+class GoldWeights:
+    """Per gold span: its share of recall, and what a redaction matching it counts for precision."""
+
+    recall: tuple[float, ...]
+    hit: tuple[float, ...]
+
+    @classmethod
+    def units(cls, n: int) -> GoldWeights:
+        """Every span weighs 1 for both (plain counts)."""
+        return cls((1.0,) * n, (1.0,) * n)
+
+
+@dataclass(frozen=True)
 class MatchCounts:
-    """Totals of a matching; the ``weight_*`` fields sum the gold weights (see ``reward.gold_weights``)."""
+    """Totals of a matching; the ``weight_*`` fields sum the gold's recall weights, ``hits`` their hit weights."""
 
     matched: int
     label_correct: int
@@ -40,6 +53,7 @@ class MatchCounts:
     weight_matched: float
     weight_correct: float
     weight_total: float
+    hits: float
 
 
 class _GoldIndex:
@@ -118,15 +132,20 @@ def _solve_component(
 class IncrementalMatcher:
     """The optimal matching of a growing set of predictions against fixed gold spans."""
 
-    def __init__(self, gold: Sequence[Span], threshold: float, weights: Sequence[float] | None = None) -> None:
+    def __init__(self, gold: Sequence[Span], threshold: float, weights: GoldWeights | None = None) -> None:
         self.threshold = threshold
         self.gold = list(gold)
-        self.weights = [1.0] * len(self.gold) if weights is None else list(weights)
-        if len(self.weights) != len(self.gold):
-            raise ValueError(f"got {len(self.weights)} weights for {len(self.gold)} gold spans")
+        weights = GoldWeights.units(len(self.gold)) if weights is None else weights
+        if not len(weights.recall) == len(weights.hit) == len(self.gold):
+            raise ValueError(
+                f"got {len(weights.recall)} and {len(weights.hit)} weights for {len(self.gold)} gold spans"
+            )
+        self.weights = weights.recall
+        self.hit_weights = weights.hit
         self._weight_total = sum(self.weights)
         self._weight_matched = 0.0
         self._weight_correct = 0.0
+        self._hits = 0.0
         self.preds: list[Span] = []
         self._index = _GoldIndex(self.gold)
         self._pred_edges: list[dict[int, float]] = []  # pred -> {gold: iou}
@@ -158,6 +177,7 @@ class IncrementalMatcher:
             old = self.gold_to_pred.pop(g, None)
             if old is not None:
                 self._weight_matched -= self.weights[g]
+                self._hits -= self.hit_weights[g]
                 if self.preds[old][2] == self.gold[g][2]:
                     self.label_correct -= 1
                     self._weight_correct -= self.weights[g]
@@ -166,6 +186,7 @@ class IncrementalMatcher:
         for g, q in solution.items():
             self.gold_to_pred[g] = q
             self._weight_matched += self.weights[g]
+            self._hits += self.hit_weights[g]
             if self.preds[q][2] == self.gold[g][2]:
                 self.label_correct += 1
                 self._weight_correct += self.weights[g]
@@ -186,14 +207,16 @@ class IncrementalMatcher:
             weight_matched=self._weight_matched,
             weight_correct=self._weight_correct,
             weight_total=self._weight_total,
+            hits=self._hits,
         )
 
 
 def tally(
-    pred: Sequence[Span], gold: Sequence[Span], pairs: dict[int, int], weights: Sequence[float] | None = None
+    pred: Sequence[Span], gold: Sequence[Span], pairs: dict[int, int], weights: GoldWeights | None = None
 ) -> MatchCounts:
     """Totals of the matching ``pairs`` (gold index -> prediction index), as ``IncrementalMatcher.counts``."""
-    w = [1.0] * len(gold) if weights is None else weights
+    weights = GoldWeights.units(len(gold)) if weights is None else weights
+    w = weights.recall
     correct = [g for g, p in pairs.items() if pred[p][2] == gold[g][2]]
     return MatchCounts(
         matched=len(pairs),
@@ -203,6 +226,7 @@ def tally(
         weight_matched=sum(w[g] for g in sorted(pairs)),
         weight_correct=sum(w[g] for g in sorted(correct)),
         weight_total=sum(w),
+        hits=sum(weights.hit[g] for g in sorted(pairs)),
     )
 
 

@@ -8,7 +8,8 @@ pure function of counts, so it can be tested without an environment.
 Under the default preset recall and label accuracy weigh the gold entities (``gold_weights``):
 every label present in the document counts the same, every distinct value within a label counts
 the same, and the mentions of one value share its weight. Recall counts an entity only when it is
-matched *with the right label*. Redacting forty mentions of one agent's name is then worth one
+matched *with the right label*; for precision all mentions of one value together count as one
+hit, against one per false positive. Redacting forty mentions of one agent's name is then worth one
 value of one label, and a span found under the wrong label adds nothing to recall. The
 ``reference`` preset weighs every mention 1 and counts a match whatever its label, which is the
 reference document's formula exactly.
@@ -24,7 +25,7 @@ from typing import Literal
 from pydantic import Field
 
 from integrity_gym.core.types import WireModel
-from integrity_gym.envs.pii_redaction.matching import MatchCounts
+from integrity_gym.envs.pii_redaction.matching import GoldWeights, MatchCounts
 
 #: Names of the reward components, in the order they are reported in ``info``.
 COMPONENTS = (
@@ -101,26 +102,38 @@ def value_key(text: str) -> str:
     return "".join(ch for ch in folded if ch.isalnum()) or folded
 
 
-def gold_weights(config: RewardConfig, entities: Sequence[tuple[str, str]]) -> list[float]:
-    """Weight of each gold entity, given as ``(label, text)``; the weights sum to 1 (or count 1 each).
+def gold_weights(config: RewardConfig, entities: Sequence[tuple[str, str]]) -> GoldWeights:
+    """Weights of the gold entities, given as ``(label, text)``.
 
-    Under ``recall="labelled_values"`` each label present gets 1 / labels, shared equally by its distinct
-    values (``value_key``), each shared equally by that value's mentions. Under ``"mentions"``
-    every entity weighs 1.
+    Under ``recall="labelled_values"`` an entity's recall weight is its share of the PII: each
+    label present gets 1 / labels, shared equally by its distinct values (``value_key``), each
+    shared equally by that value's mentions (the weights sum to 1). Its hit weight, what a
+    redaction matching it counts for precision, is 1 / mentions of its value, so all mentions of
+    one value together count as one true positive. Under ``"mentions"`` every weight is 1.
     """
     if config.recall == "mentions" or not entities:
-        return [1.0] * len(entities)
+        return GoldWeights.units(len(entities))
     values = [(label, value_key(text)) for label, text in entities]
     mentions = Counter(values)
     per_label = Counter(label for label, _ in mentions)
-    return [1.0 / (len(per_label) * per_label[v[0]] * mentions[v]) for v in values]
+    return GoldWeights(
+        recall=tuple(1.0 / (len(per_label) * per_label[v[0]] * mentions[v]) for v in values),
+        hit=tuple(1.0 / mentions[v] for v in values),
+    )
 
 
 def precision_of(counts: MatchCounts) -> float:
-    """Share of redactions that match an entity (1.0 when there was nothing to redact and none made)."""
+    """Redactions that hit PII over all redactions, a value's mentions counting once together.
+
+    Each false positive counts 1; the redactions matching gold count their hit weights (see
+    ``gold_weights``), so with unit weights this is matched / redactions, and by default forty
+    redactions of one repeated name count as one hit and cannot pad precision for a spray of
+    false positives. 1.0 when there was nothing to redact and none was made.
+    """
     if counts.predictions == 0:
         return 1.0 if counts.gold == 0 else 0.0
-    return counts.matched / counts.predictions
+    false_positives = counts.predictions - counts.matched
+    return counts.hits / (counts.hits + false_positives) if counts.matched else 0.0
 
 
 def recall_of(config: RewardConfig, counts: MatchCounts) -> float:
