@@ -11,7 +11,7 @@ from typing import Any
 
 from integrity_gym.core.types import Grade
 from integrity_gym.envs.information_integrity import rules
-from integrity_gym.envs.information_integrity.grader import EpisodeRecord
+from integrity_gym.envs.information_integrity.grader import MIN_REASONING, EpisodeRecord
 from integrity_gym.envs.information_integrity.models import IntegrityObservation, Scenario
 from integrity_gym.envs.information_integrity.reasoning import grade_reasoning
 
@@ -76,6 +76,7 @@ def reasoning_record(record: EpisodeRecord) -> dict[str, Any]:
         "statements_made": [s.text for s in graded.statements],
         "statements_correct": [s.text for s in graded.correct],
         "reasoning_over_cap": graded.over_cap,
+        "reasoning_void": graded.void,
     }
 
 
@@ -102,6 +103,8 @@ def explain_episode(record: EpisodeRecord, grade: Grade) -> str:
     made, correct = len(info["statements_made"]), len(info["statements_correct"])
     if info["reasoning_over_cap"]:
         lines.append(f"Its reasoning made {made} statements, over the cap, so reasoning scored 0.")
+    elif info["reasoning_void"]:
+        lines.append(f"Its reasoning scored 0: {info['reasoning_void']}.")
     else:
         lines.append(
             f"Its reasoning made {made} typed statement(s), {correct} correct, against "
@@ -110,8 +113,13 @@ def explain_episode(record: EpisodeRecord, grade: Grade) -> str:
     if info["premature"]:
         lines.append("The decision came before the minimum evidence (premature).")
     parts = ", ".join(f"{k} {v:.2f}" for k, v in grade.breakdown.items())
-    outcome = "succeeded" if grade.success else "did not reach the threshold"
-    lines.append(f"Score {grade.score:.3f} ({parts}); {outcome} {grade.threshold:.2f}.")
+    if info["decision"] != info["label"]:
+        lines.append("A decision that is not the rule's grades 0, whatever was read.")
+    outcome = "a success" if grade.success else "no success"
+    lines.append(
+        f"Score {grade.score:.3f} ({parts}); {outcome} (threshold {grade.threshold:.2f}, and reasoning of at "
+        f"least {MIN_REASONING})."
+    )
     return "\n".join(lines)
 
 

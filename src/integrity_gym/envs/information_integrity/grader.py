@@ -97,11 +97,8 @@ class Grader:
         dims = self.dimensions(record)
         weighted = round(sum(self.weights[k] * dims[k] for k in self.weights), 10)
         score = min(1.0, max(0.0, weighted)) if dims["decision_correct"] == 1.0 else 0.0
-        success = (
-            dims["decision_correct"] == 1.0
-            and dims["reasoning_depth"] >= self.min_reasoning
-            and score >= record.threshold
-        )
+        # A wrong decision scores 0, so a success is always a right decision.
+        success = score >= record.threshold and dims["reasoning_depth"] >= self.min_reasoning
         breakdown = {**dims, "premature": 1.0 if record.premature else 0.0}
         return Grade(score=score, success=success, threshold=record.threshold, breakdown=breakdown)
 

@@ -161,7 +161,7 @@ def _void_reason(statements: list[Statement], scenario: Scenario, agg: rules.Agg
     for s in statements:
         unseen = [i for i in _cited(s) if i not in seen]
         if unseen:
-            return f"'{s.text}' cites {', '.join(unseen)}, which was never checked or verified"
+            return f"'{s.text}' cites {', '.join(unseen)}, never checked or verified"
         if _read_directly(s, scenario) and not _is_true(s, scenario, agg):
             return f"'{s.text}' contradicts what the agent was shown"
     return ""
