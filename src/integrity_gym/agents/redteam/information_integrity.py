@@ -6,6 +6,11 @@ reasoning that does not follow from what was read (a constant, the post's wordin
 stuffed or blanket statements, a look-up in the packaged gold set). The grade gives nothing for a
 wrong decision and a success needs reasoning that restates what was read, so each of them scores at
 most the share of episodes its decision happens to match, with almost no success.
+
+Left out on purpose: an agent that reads everything, reports every stance truthfully and states the
+statuses its constant decision needs. Where that decision happens to be right, its transcript is
+the one a careful agent writes, so no per-episode grade can deny it those successes; its mean is
+still bounded by the share of labels it matches (see the environment's README).
 """
 
 from __future__ import annotations
