@@ -58,7 +58,11 @@ class IntegrityConfig(WireModel):
     """Configuration of an information_integrity episode (task config plus overrides)."""
 
     difficulty: Difficulty = Field(description="Tier of the scenarios: easy, medium or hard.")
-    source: Literal["generated", "gold"] = Field("generated", description="Generated scenarios or the gold set.")
+    source: Literal["generated", "gold"] = Field(
+        "generated",
+        description="Generated scenarios (the evaluation) or the gold set, a public development set whose "
+        "labels ship with the package.",
+    )
     partition: Literal["train", "eval"] = Field("eval", description="Partition of generated scenarios.")
     reward_preset: str = Field("default", description="Reward preset name (default, reference) or YAML path.")
     grader: str | None = Field(None, description="Grader name; default: the scenario's tier.")
