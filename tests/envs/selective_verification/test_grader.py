@@ -154,3 +154,11 @@ def test_thresholds_keep_their_skill_under_another_payoff() -> None:
     env.reset(seed=0)
     env.step({"verdict": "ABSTAIN"})
     assert env.grade().threshold == pytest.approx(0.9 + 0.8 * 0.1)
+
+
+def test_the_separation_metric_is_a_summary_figure_with_an_interval() -> None:
+    metric = SelectiveVerificationEnv.separation_metric()
+    summary = SelectiveVerificationEnv.summarize(text_grades(20))
+    assert metric == "skill" and metric in INTERVAL_KEYS
+    low, point, high = summary[f"{metric}_ci_low"], summary[metric], summary[f"{metric}_ci_high"]
+    assert low is not None and point is not None and high is not None and low <= point <= high
