@@ -134,33 +134,47 @@ def redis_available() -> bool:
     return shutil.which("redis-server") is not None
 
 
-@contextmanager
-def running_redis() -> Iterator[str]:
-    """A throwaway redis-server on a free loopback port, without persistence; yields its URL."""
+def start_redis(port: int | None = None) -> tuple[str, subprocess.Popen[bytes]]:
+    """A throwaway redis-server on 127.0.0.1 (a free port unless given), without persistence.
+
+    Returns its URL and process once it answers PING; the caller stops the process.
+    """
     import redis
 
     for _ in range(5):
-        port = free_port()
+        chosen = port or free_port()
         proc = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            ["redis-server", "--port", str(chosen), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        client = redis.Redis(host="127.0.0.1", port=port)
+        client = redis.Redis(host="127.0.0.1", port=chosen)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        if proc.poll() is None:
-            try:
-                yield f"redis://127.0.0.1:{port}/0"
-            finally:
-                client.close()
-                proc.terminate()
-                proc.wait(timeout=10)
-            return
-        client.close()  # the port was taken meanwhile: try another
+        try:
+            while time.monotonic() < deadline and proc.poll() is None:
+                try:
+                    client.ping()
+                    return f"redis://127.0.0.1:{chosen}/0", proc
+                except redis.ConnectionError:
+                    time.sleep(0.05)
+        finally:
+            client.close()
+        stop_process(proc)  # the port was taken meanwhile: try another
     raise RuntimeError("could not start redis-server")
+
+
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
+    """Terminate a process and wait for it."""
+    if proc.poll() is None:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@contextmanager
+def running_redis() -> Iterator[str]:
+    """A throwaway redis-server on a free loopback port, without persistence; yields its URL."""
+    url, proc = start_redis()
+    try:
+        yield url
+    finally:
+        stop_process(proc)

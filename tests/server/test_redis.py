@@ -135,3 +135,96 @@ def test_igym_serve_with_two_workers_shares_sessions() -> None:
             assert "Started parent process" in "".join(server.log)
         finally:
             server.stop()
+
+
+def test_a_websocket_session_is_out_of_reach_of_http_in_every_process(
+    pair: tuple[ServerProcess, ServerProcess],
+) -> None:
+    """Its id sits in the shared index, yet no process ends or plays it over HTTP."""
+    import redis
+    from websockets.sync.client import connect
+
+    first = pair[0]
+    store = redis.Redis.from_url(_redis_url(first))
+    before = {m.decode() for m in store.zrange("igym:sessions", 0, -1)}
+    ws = connect(first.url.replace("http://", "ws://") + "/minimal/ws", proxy=None).__enter__()
+    try:
+        ws.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+        assert json.loads(ws.recv(timeout=10))["type"] == "observation"
+        (ws_id,) = {m.decode() for m in store.zrange("igym:sessions", 0, -1)} - before
+        with httpx.Client(trust_env=False, timeout=30) as http:
+            for server in pair:
+                gone = http.delete(f"{server.url}/minimal/session/{ws_id}")
+                assert gone.status_code == 404 and gone.json()["code"] == "SESSION_NOT_FOUND"
+                step = http.post(f"{server.url}/minimal/step", json={"session_id": ws_id, "action": {"kind": "FINISH"}})
+                assert step.status_code == 404
+        assert ws_id in {m.decode() for m in store.zrange("igym:sessions", 0, -1)}  # still counted
+        ws.send(json.dumps({"type": "step", "data": {"kind": "ADD", "amount": 2}}))
+        assert json.loads(ws.recv(timeout=10))["data"]["observation"]["total"] == 2
+    finally:
+        ws.close()
+        store.close()
+
+
+def _redis_url(server: ServerProcess) -> str:
+    url = server.health()["url"]
+    assert isinstance(url, str)
+    return url
+
+
+def test_redis_down_is_a_503_naming_the_session_store_and_recovers() -> None:
+    """Redis stops mid-run: every request that needs it says so (503), nothing is a 500, then it returns."""
+    require_service(redis_available(), "redis-server and the redis package")
+    from fastapi.testclient import TestClient
+    from starlette.websockets import WebSocketDisconnect
+
+    from integrity_gym.server.app import ServerConfig, create_app
+    from integrity_gym.server.minimal import MINIMAL_TASK
+    from tests.server.servers import start_redis, stop_process
+
+    url, proc = start_redis()
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    try:
+        app = create_app(tasks=[MINIMAL_TASK], config=ServerConfig(sessions=url, admin_token=ADMIN_TOKEN))
+        with TestClient(app, raise_server_exceptions=False) as client:
+            session = client.post("/minimal/reset", json={}).json()["session_id"]
+            with client.websocket_connect("/minimal/ws") as live:
+                live.send_text(json.dumps({"type": "reset", "data": {}}))
+                assert json.loads(live.receive_text())["type"] == "observation"
+                stop_process(proc)
+
+                def unavailable(reply: httpx.Response) -> None:
+                    assert reply.status_code == 503, reply.text
+                    body = reply.json()
+                    assert body["code"] == "SESSION_STORE_UNAVAILABLE", body
+                    assert "session store (Redis at redis://127.0.0.1" in body["detail"], body
+                    assert reply.headers["retry-after"]
+
+                unavailable(client.post("/minimal/reset", json={}))
+                unavailable(client.post("/minimal/step", json={"session_id": session, "action": {"kind": "FINISH"}}))
+                unavailable(client.get(f"/minimal/scenario/{session}"))
+                unavailable(client.get(f"/minimal/grade/{session}"))
+                unavailable(client.get(f"/minimal/state/{session}", headers={"authorization": f"Bearer {ADMIN_TOKEN}"}))
+                unavailable(client.delete(f"/minimal/session/{session}"))
+                for path in ("/health", "/minimal/health"):
+                    health = client.get(path)
+                    assert health.status_code == 503 and health.json()["status"] == "unhealthy"
+                    assert "session store" in health.json()["detail"]
+                # A new WebSocket hears why, then the connection is closed properly (1013: try again later).
+                with client.websocket_connect("/minimal/ws") as refused:
+                    frame = json.loads(refused.receive_text())
+                    assert frame["data"]["code"] == "SESSION_STORE_UNAVAILABLE", frame
+                    assert "session store" in frame["data"]["message"]
+                    with pytest.raises(WebSocketDisconnect) as closed:
+                        refused.receive_text()
+                    assert closed.value.code == 1013
+                # A WebSocket already playing lives in this process and plays on.
+                live.send_text(json.dumps({"type": "step", "data": {"kind": "ADD", "amount": 1}}))
+                assert json.loads(live.receive_text())["data"]["observation"]["total"] == 1
+            # Redis is back (empty: no persistence): the server is healthy again and serves new sessions.
+            url_again, proc = start_redis(port)
+            assert url_again == url
+            assert client.get("/health").status_code == 200
+            assert client.post("/minimal/reset", json={}).status_code == 200
+    finally:
+        stop_process(proc)
