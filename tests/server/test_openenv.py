@@ -97,3 +97,17 @@ def test_every_environment_has_a_manifest(env_name: str) -> None:
     data = yaml.safe_load(manifest.read_text())
     assert data["name"] == env_name and data["path"] == f"/{env_name}"
     assert data["app"] == "integrity_gym.server.asgi:app"
+
+
+def test_openenv_client_shows_which_reset_argument_is_wrong(server: ServerProcess) -> None:
+    """OpenEnv's client passes the server's message on: it must name the field and what to use."""
+    require_openenv()
+    from openenv.core import GenericEnvClient
+
+    client = GenericEnvClient(base_url=f"{server.url}/minimal").sync()
+    with client:
+        with pytest.raises(Exception, match=r"data\.task_id: unknown field; use 'task'"):
+            client.reset(task_id="minimal/count-v0")
+        with pytest.raises(Exception, match=r"data\.seed: Input should be a valid integer"):
+            client.reset(seed="one")
+        assert client.reset(seed=1).done is False  # the connection survives both
