@@ -40,9 +40,12 @@ def test_unknown_task_suggests_close_ids() -> None:
         integrity_gym.get_spec("pii_redaction/gdpr_contract_easy-v9")
 
 
-def test_bad_names_are_refused() -> None:
-    with pytest.raises(ValueError):
-        spec(name="Bad-Name")
+@pytest.mark.parametrize("name", ["Bad-Name", "1st", "with space", ""])
+def test_bad_names_are_refused(name: str) -> None:
+    with pytest.raises(ValueError, match=r"must be lower-case letters, digits and underscores"):
+        spec(name=name)
+    with pytest.raises(ValueError, match=r"must be lower-case letters, digits and underscores"):
+        TaskSpec(**{**spec().model_dump(exclude={"id"}), "env": name})
 
 
 def test_builtins_are_registered_and_selectable() -> None:

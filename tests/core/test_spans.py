@@ -56,5 +56,5 @@ def test_piece_containing() -> None:
     union = SpanUnion()
     union.add(10, 20)
     assert union.piece_containing(15) == (10, 20)
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="position 20 is not covered"):
         union.piece_containing(20)
