@@ -17,22 +17,38 @@ def test_lines_have_the_reference_shape() -> None:
     )
 
 
+QUOTED = 'decide(flag) "quoted" and spaces'
+
+
 @pytest.mark.parametrize(
-    "value",
-    ['decide(flag) "quoted" and spaces', "a=b", "ünïcode text", "line\nbreak", "x" * 250],
+    ("value", "action", "error"),
+    [
+        (QUOTED, QUOTED, QUOTED),
+        ("a=b", "a=b", "a=b"),
+        ("ünïcode text", "ünïcode text", "ünïcode text"),
+        ("line\nbreak", "line\nbreak", "line\nbreak"),
+        # The action is cut past 200 characters, the error past 300, each to its limit with "...".
+        ("x" * 200, "x" * 200, "x" * 200),
+        ("x" * 201, "x" * 197 + "...", "x" * 201),
+        ("x" * 300, "x" * 197 + "...", "x" * 300),
+        ("x" * 301, "x" * 197 + "...", "x" * 297 + "..."),
+    ],
+    ids=["quoted", "equals", "unicode", "newline", "200", "201", "300", "301"],
 )
-def test_awkward_values_round_trip(value: str) -> None:
+def test_awkward_values_round_trip(value: str, action: str, error: str) -> None:
     kind, fields = logs.parse_line(logs.step_line(3, value, -1.0, True, value))
-    assert kind == "STEP" and fields["step"] == "3" and fields["done"] == "true" and fields["reward"] == "-1.000"
-    shown = value if len(value) <= 200 else value[:197] + "..."
-    assert fields["action"] == shown
-    assert fields["error"] == value[:297] + "..." if len(value) > 300 else value
+    assert kind == "STEP"
+    assert fields == {"step": "3", "action": action, "reward": "-1.000", "done": "true", "error": error}
 
 
 def test_failed_episode_end_line_carries_the_error_and_nulls() -> None:
     kind, fields = logs.parse_line(logs.end_line(None, 0, None, 0.0, [], "LLMCallError: timed out"))
     assert kind == "END" and fields["success"] is None and fields["score"] is None
     assert fields["rewards"] == "-" and fields["error"] == "LLMCallError: timed out"
+    _, fields = logs.parse_line(logs.end_line(None, 0, None, 0.0, [], "e" * 301))
+    assert fields["error"] == "e" * 297 + "..."
+    _, fields = logs.parse_line(logs.end_line(None, 0, None, 0.0, [], "e" * 300))
+    assert fields["error"] == "e" * 300
 
 
 def test_episode_block_and_bad_input() -> None:

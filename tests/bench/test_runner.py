@@ -34,7 +34,13 @@ def test_a_run_writes_every_artifact_and_the_database_row(tmp_path: Path) -> Non
         assert entry["mean_score"] == pytest.approx(sum(r["score"] for r in mine) / 2)
         assert entry["success_rate"] == sum(r["success"] for r in mine) / 2
         assert isinstance(entry["mean_return"], float) and isinstance(entry["metrics"], dict)
-    assert summary["tier_separation"]["information_integrity"]["ok"] in (True, False)
+    # Each environment's tier means are those of its tasks; the heuristic orders
+    # information_integrity's tiers easy > medium > hard, and pii_redaction has one tier here.
+    tier_of = {"easy-v0": "easy", "medium-v0": "medium", "hard-v0": "hard"}
+    ii = {tier_of[t.split("/")[1]]: e["mean_score"] for t, e in summary["tasks"].items() if "integrity" in t}
+    assert summary["tier_separation"]["information_integrity"] == {"means": ii, "ok": True}
+    pii = summary["tasks"]["pii_redaction/gdpr_contract_easy-v0"]["mean_score"]
+    assert summary["tier_separation"]["pii_redaction"] == {"means": {"easy": pii}, "ok": None}
     assert set(summary["tiers"]) == {"easy", "medium", "hard"}
     config = json.loads((out / "config.json").read_text())
     assert config["seeds"] == [4, 5] and config["reproduce"] == result.command == summary["reproduce"]

@@ -49,7 +49,7 @@ def test_bad_arguments_fail_before_any_request() -> None:
     with pytest.raises(KeyError, match="unknown task"):
         RemoteEnv("http://127.0.0.1:9", "nope/none-v0")
     env = RemoteEnv("http://127.0.0.1:9", MINIMAL_TASK.id, spec=MINIMAL_TASK)
-    with pytest.raises(NotResetError):
+    with pytest.raises(NotResetError, match=r"call reset\(\) on minimal/count-v0"):
         env.step({})
     if TASK_IDS:
         other_env_task = TASK_IDS[0]
@@ -108,7 +108,8 @@ def test_silent_server_times_out_clearly(silent_listener: str) -> None:
         http.reset()
     http.close()
     ws = RemoteEnv(silent_listener, MINIMAL_TASK.id, spec=MINIMAL_TASK, timeout=0.3, connect_timeout=0.3)
-    with pytest.raises(ConnectionError):  # the WebSocket handshake never completes
+    # The WebSocket handshake never completes.
+    with pytest.raises(ConnectionError, match=r"cannot open a WebSocket to ws://127\.0\.0\.1:\d+/minimal/ws"):
         ws.reset()
     ws.close()
 
@@ -126,22 +127,26 @@ def test_server_that_dies_mid_episode() -> None:
         ws_env.step({"kind": "ADD", "amount": 1})
     with pytest.raises(SessionLostError, match="reset"):  # still lost: nothing is retried behind your back
         ws_env.step({"kind": "ADD", "amount": 1})
-    with pytest.raises(ConnectionError):
+    with pytest.raises(ConnectionError, match=r"cannot reach http://127\.0\.0\.1"):
         http_env.step({"kind": "ADD", "amount": 1})
-    with pytest.raises(ConnectionError):
+    with pytest.raises(ConnectionError, match=r"cannot open a WebSocket to ws://127\.0\.0\.1"):
         ws_env.reset()  # reset would reconnect, but there is no server any more
     ws_env.close()
     http_env.close()
 
 
 def test_async_clients_share_one_event_loop(server: ServerProcess) -> None:
-    """Many async clients at once, each with its own session, all get their own episodes."""
+    """Many async clients at once, each with its own session, all get their own episodes and grades."""
+
+    def actions(seed: int) -> list[dict[str, object]]:
+        # Even seeds end at total 0 (seeds 2 and 12 hit their target), odd seeds at 5: both grades occur.
+        return [{"kind": "ADD", "amount": seed % 2}] * 5 + [{"kind": "FINISH"}]
 
     async def one(seed: int) -> tuple[str, str]:
         async with AsyncRemoteEnv(server.url, MINIMAL_TASK.id, spec=MINIMAL_TASK) as env:
             first = await env.reset(seed=seed)
-            for _ in range(5):
-                await env.step({"kind": "ADD", "amount": 1})
+            for action in actions(seed):
+                await env.step(action)
             return first.model_dump_json(), (await env.grade()).model_dump_json()
 
     async def main() -> list[tuple[str, str]]:
@@ -149,5 +154,12 @@ def test_async_clients_share_one_event_loop(server: ServerProcess) -> None:
 
     results = asyncio.run(main())
     local = MINIMAL_TASK.env_class()(MINIMAL_TASK)
-    for seed, (first, _grade) in enumerate(results):
+    scores = set()
+    for seed, (first, grade) in enumerate(results):
         assert first == local.reset(seed=seed).model_dump_json()
+        for action in actions(seed):
+            local.step(action)
+        assert local.done
+        assert grade == local.grade().model_dump_json()
+        scores.add(local.grade().score)
+    assert scores == {0.0, 1.0}
