@@ -17,6 +17,7 @@ reference document's formula exactly.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
@@ -96,10 +97,13 @@ PRESETS: dict[str, RewardConfig] = {
 }
 
 
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
 def value_key(text: str) -> str:
     """The value an entity's text stands for: case-folded letters and digits only ("Amy" = "amy")."""
     folded = unicodedata.normalize("NFKC", text).casefold()
-    return "".join(ch for ch in folded if ch.isalnum()) or folded
+    return _NOT_ALNUM.sub("", folded) or folded
 
 
 def gold_weights(config: RewardConfig, entities: Sequence[tuple[str, str]]) -> GoldWeights:
