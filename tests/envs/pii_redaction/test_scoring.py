@@ -233,3 +233,20 @@ def test_the_budget_adds_the_moves_across_the_document(window: int) -> None:
     longer = integrity_gym.make("pii_redaction/security_logs_hard-v0", window_size=window, min_chars=12_000)
     obs = longer.reset(seed=0)
     assert obs.steps_left == 160 + -(-(obs.document_length - window) // (window // 2))
+
+
+def test_a_value_is_its_letters_and_digits_whatever_the_case() -> None:
+    doc = build(
+        [
+            "[09:00:00] ",
+            ("NAME", "Amy"),
+            " (agent): hi\n[09:00:05] Customer: hey ",
+            ("NAME", "amy"),
+            ", call ",
+            ("PHONE", "312-555-0144"),
+            "\n",
+        ]
+    )
+    # "Amy" and "amy" are one NAME value: redacting one of them recalls half of it.
+    grade = play(doc, [f"REDACT {doc.entities[0].start} {doc.entities[0].end} NAME"]).grade()
+    assert grade.breakdown["recall"] == pytest.approx(0.5 * 0.5)
