@@ -107,6 +107,8 @@ ATTACKS: tuple[Attack, ...] = (
     Attack("refuted_sure", "REFUTED with confidence 1 on every claim, without looking.",
            lambda spec, seed: _Constant(VerificationAction(verdict="REFUTED", confidence=1.0)), floor=True),
     Attack("coin_sure", "A coin-flip verdict with confidence 1.", _CoinSure, floor=True),
+    Attack("blind", "The honest blind baseline: the claim text's prior, never the picture, abstaining below q*.",
+           BlindAgent, floor=True),
     Attack("blind_sure", "The claim text's prior (never the picture) turned into a verdict at confidence 1.",
            _blind_sure, floor=True),
     Attack("heuristic_sure", "The heuristic's likelier verdict on every claim at confidence 1, never abstaining.",
