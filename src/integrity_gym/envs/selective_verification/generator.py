@@ -8,8 +8,10 @@ in exactly one partition.
 Samplers:
 
 * ``balanced`` (default): one claim per picture about a uniformly drawn category, true half the
-  time *for every category*, and the picture's kind of place is drawn given that category either
-  way, so neither the object's name nor the surroundings give the answer away.
+  time *for every category*. The picture is composed as if the category were present (its kind of
+  place drawn given that category) and, for a false claim, the category is then swapped for
+  another object, so neither the object's name, the surroundings nor the number, sizes and
+  positions of the objects give the answer away.
 * ``random`` / ``popular`` / ``adversarial`` (POPE): six claims per picture, three about objects
   in it and three about absent ones chosen uniformly, among the most frequent categories, or
   among those that co-occur most with the objects present. Frequencies and co-occurrence are
@@ -180,9 +182,7 @@ class GeneratedSource:
         if self._family == "balanced":
             category = rng.choice(CATEGORIES)
             label = rng.random() < 0.5
-            stype, present = sample_composition(
-                rng, require=category if label else None, exclude=None if label else category
-            )
+            stype, present = sample_composition(rng, about=category, present=label)
             return rng, stype, present, [category], [0 if label else 3]
         stype, present = sample_composition(rng)
         positives = rng.sample(present, 3)

@@ -133,29 +133,36 @@ def type_weights_given(category: str) -> list[float]:
 
 
 def sample_composition(
-    rng: random.Random, *, require: str | None = None, exclude: str | None = None
+    rng: random.Random, *, about: str | None = None, present: bool = True
 ) -> tuple[str, tuple[str, ...]]:
-    """Draw a scene type and the categories present (``require``/``exclude`` one category).
+    """Draw a scene type and the categories in it; with ``about``, one where its presence is ``present``.
 
-    With ``require`` or ``exclude`` the type is drawn from P(type | category present), so the
-    surroundings of a picture never tell whether the category is in it.
+    With ``about``, the type is drawn from P(type | ``about`` present) and the categories as if
+    ``about`` were present; when it must be absent it is then swapped for a category of that type
+    not yet in the picture (drawn by presence rate). So the surroundings, the number of objects and
+    everything drawn from them (sizes, positions, occlusion) are distributed the same whether a
+    claim about ``about`` is true or false: only the objects themselves tell.
     """
-    anchor = require or exclude
-    weights = type_weights_given(anchor) if anchor else [t.prior for t in _TYPES]
+    weights = type_weights_given(about) if about else [t.prior for t in _TYPES]
     stype = rng.choices(_TYPES, weights=weights)[0]
     cats = sorted(stype.rates)
     for _ in range(100):
-        present = [c for c in cats if rng.random() < stype.rates[c]]
-        if require and require not in present:
-            present.append(require)
-        if exclude and exclude in present:
-            present.remove(exclude)
-        if MIN_OBJECTS <= len(present) <= MAX_OBJECTS:
-            return stype.name, tuple(sorted(present))
-    # Rates too sparse for the bounds (never expected): fill by weight deterministically.
-    pool = [c for c in cats if c not in (exclude, require)]
-    fill = sorted(pool, key=lambda c: -stype.rates[c])[: MIN_OBJECTS - (1 if require else 0)]
-    return stype.name, tuple(sorted({*fill, *([require] if require else [])}))
+        chosen = [c for c in cats if rng.random() < stype.rates[c]]
+        if about and about not in chosen:
+            chosen.append(about)
+        if MIN_OBJECTS <= len(chosen) <= MAX_OBJECTS:
+            break
+    else:  # Rates too sparse for the bounds (never expected): fill by weight deterministically.
+        fill = sorted((c for c in cats if c != about), key=lambda c: -stype.rates[c])
+        chosen = fill[: MIN_OBJECTS - (1 if about else 0)] + ([about] if about else [])
+    if about and not present:
+        spare = [c for c in cats if c not in chosen]
+        if spare:
+            substitute = rng.choices(spare, weights=[stype.rates[c] for c in spare])[0]
+        else:
+            substitute = rng.choice([c for c in CATEGORIES if c not in chosen])
+        chosen = [substitute if c == about else c for c in chosen]
+    return stype.name, tuple(sorted(chosen))
 
 
 def place_objects(
@@ -168,6 +175,7 @@ def place_objects(
     rng.shuffle(order)
     owner = np.full((height, width), -1, dtype=np.int16)
     areas: list[int] = []
+    shown: list[int] = []  # pixels of each placed object still visible, kept up to date
     placed: list[tuple[str, int, int, int, float]] = []
     for idx, cat in enumerate(order):
         shrink = 1.0
@@ -183,28 +191,23 @@ def place_objects(
             x, y = rng.randint(0, width - mw), rng.randint(0, height - mh)
             region = owner[y : y + mh, x : x + mw]
             covered = region[mask]
-            ok = True
-            if covered.size and (covered >= 0).any():
-                lost = np.bincount(covered[covered >= 0], minlength=len(areas))
-                for j, area in enumerate(areas):
-                    still = int((owner == j).sum()) - int(lost[j])
-                    if still < prof.min_visible * area - 1e-9:
-                        ok = False
-                        break
-            if ok:
+            covered = covered[covered >= 0]
+            lost = np.bincount(covered, minlength=len(areas)) if covered.size else np.zeros(len(areas), np.int64)
+            if all(shown[j] - int(lost[j]) >= prof.min_visible * areas[j] - 1e-9 for j in range(len(areas))):
                 region[mask] = idx
+                shown = [shown[j] - int(lost[j]) for j in range(len(areas))]
                 areas.append(int(mask.sum()))
+                shown.append(areas[-1])
                 placed.append((cat, x, y, size, angle))
                 break
         else:  # pragma: no cover - 400 attempts with shrinking sizes always succeed in practice
             raise RuntimeError(f"could not place {cat!r} in a {width}x{height} picture")
     objects = []
     for idx, (cat, x, y, size, angle) in enumerate(placed):
-        shown = int((owner == idx).sum())
         mask = glyph_mask(cat, size, angle)
         mys, mxs = np.nonzero(mask)
         box = (x + int(mxs.min()), y + int(mys.min()), x + int(mxs.max()) + 1, y + int(mys.max()) + 1)
-        visible = round(shown / areas[idx], 4)
+        visible = round(shown[idx] / areas[idx], 4)
         objects.append(SceneObject(category=cat, x=x, y=y, size=size, angle=angle, box=box, visible_fraction=visible))
     return tuple(objects)
 
