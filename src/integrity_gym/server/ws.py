@@ -114,16 +114,20 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
         message = f"session closed after {service.config.session_ttl_s:g}s idle; reconnect and reset"
         await refuse(_error("SESSION_ERROR", message), CLOSE_GOING_AWAY)
 
+    env = service.build(service.tasks[0])
     try:
-        session = await service.store.open(service.name, service.build(service.tasks[0]), kind="ws", on_evict=evict)
+        session = await service.store.open(service.name, env, kind="ws", on_evict=evict)
     except CapacityError as exc:
+        env.close()
         full = _error("CAPACITY_REACHED", str(exc), active_sessions=exc.active, max_sessions=exc.maximum)
         await refuse(full, CLOSE_TRY_AGAIN_LATER)
         return
     except StoreUnavailableError as exc:
+        env.close()
         await refuse(_error("SESSION_STORE_UNAVAILABLE", str(exc)), CLOSE_TRY_AGAIN_LATER)
         return
     except ApiError as exc:
+        env.close()
         await refuse(_error("SESSION_ERROR", exc.message), CLOSE_TRY_AGAIN_LATER)
         return
 
