@@ -7,7 +7,7 @@ DEV    := $(VENV)/.installed-dev
 EPISODES ?= 5
 SEED     ?= 0
 
-.PHONY: bench results test lint typecheck unit fmt clean
+.PHONY: bench results test lint typecheck unit fmt clean mutate
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,3 +68,85 @@ fmt: $(DEV)
 
 clean:
 	rm -rf $(VENV) outputs .mypy_cache .ruff_cache .pytest_cache
+
+# Mutation testing of the scoring code ([tool.mutmut] in pyproject.toml lists the modules; docs/mutation.md
+# says how to read it). MUTANTS narrows the run to mutant-name globs, e.g. MUTANTS='integrity_gym.core.spans*'.
+# A fresh mutants/ copy every time, so the run sees today's sources and tests. PYTHONPATH: subprocesses that
+# some tests start import this checkout's sources, not whatever the editable install points at.
+MUTATE       := $(VENV)/.installed-mutate
+MUTATE_JOBS  ?= 2
+MUTANTS      ?=
+$(MUTATE): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev,mutate]'
+	touch $@ $(DEV) $(STAMP)
+
+define MUTATION_SUMMARY
+import ast, json, pathlib, re
+from collections import Counter
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+from mutmut.stats import status_by_exit_code
+
+KILLED = {"killed", "timeout", "caught by type check"}
+
+
+def where(path, name):
+    # The mutated line: the function's first line (found with ast) plus the offset in mutmut's diff.
+    part = re.sub(r"__mutmut_\d+$$", "", name.rsplit(".", 1)[1])
+    cls, func = part.split("ǁ")[1:] if part.startswith("xǁ") else (None, part[2:])
+    tree = ast.parse(pathlib.Path(path).read_text())
+    scope = next((n.body for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), tree.body)
+    first = next(n.lineno for n in scope if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == func)
+    old, new, at, line = [], [], None, first - 1
+    for row in get_diff_for_mutant(name, path=path).splitlines()[2:]:
+        if row.startswith("@@"):
+            line = first - 2 + int(row.split()[1].split(",")[0][1:])
+        elif row.startswith("+"):
+            new.append(row[1:].strip())
+            at = at or line + 1
+        else:
+            line += 1
+            if row.startswith("-"):
+                old.append(row[1:].strip())
+                at = at or line
+    return f"{path}:{at}", " ".join(old) + "  ->  " + " ".join(new)
+
+
+rows, survivors = [], []
+for meta in sorted(pathlib.Path("mutants/src").rglob("*.py.meta")):
+    path = str(meta.relative_to("mutants"))[: -len(".meta")]
+    status = {k: status_by_exit_code[v] for k, v in json.loads(meta.read_text())["exit_code_by_key"].items()}
+    checked = {k: s for k, s in status.items() if s != "not checked"}
+    if checked:
+        count = Counter(checked.values())
+        rows.append((path, len(checked), sum(count[s] for s in KILLED), count["survived"], count["no tests"]))
+        survivors += [(path, k, s) for k, s in checked.items() if s not in KILLED]
+rows.append(("total", *(sum(r[i] for r in rows) for i in range(1, 5))))
+print(f"{'module':<58} {'mutants':>7} {'killed':>6} {'survived':>8} {'no tests':>8} {'kill rate':>9}")
+for path, n, killed, survived, untested in rows:
+    print(f"{path:<58} {n:>7} {killed:>6} {survived:>8} {untested:>8} {killed / max(n, 1):>9.1%}")
+with open("mutants/survivors.txt", "w") as out:
+    for path, name, s in survivors:
+        loc, change = where(path, name)
+        out.write(f"{loc}  [{s}]  {change}  ({name})\n")
+print(f"{len(survivors)} mutants not killed: mutants/survivors.txt (file:line, the change, mutmut's name for `mutmut show`)")
+endef
+export MUTATION_SUMMARY
+
+mutate: $(MUTATE)
+	rm -rf mutants
+	PYTHONPATH=$(CURDIR)/src $(BIN)/mutmut run --max-children $(MUTATE_JOBS) $(MUTANTS)
+	@$(BIN)/python -c "$$MUTATION_SUMMARY"
+
+# The server image and the images of compose.yaml, without any image registry (docs/container.md):
+# the base is debootstrap'ed Debian (made once, then reused), the wheels are built here with the
+# host's package settings and installed in the image with --no-index.
+.PHONY: image
+IMAGE      ?= integrity-gym:latest
+BASE_IMAGE ?= igym-base:bookworm
+WHEELS     := build/wheels
+image:
+	docker/base.sh $(BASE_IMAGE)
+	PYTHON=$(PYTHON) docker/wheels.sh $(WHEELS)
+	DOCKER_BUILDKIT=0 docker build --quiet --build-arg BASE=$(BASE_IMAGE) -t $(IMAGE) .
+	DOCKER_BUILDKIT=0 docker build --quiet --build-arg BASE=$(BASE_IMAGE) -t igym-redis:latest -f docker/redis.Dockerfile docker
+	DOCKER_BUILDKIT=0 docker build --quiet --build-arg BASE=$(BASE_IMAGE) -t igym-proxy:latest -f docker/proxy.Dockerfile docker
