@@ -136,7 +136,7 @@ def _intervals(
     """
 
     def statistic(index: NDArray[np.intp]) -> NDArray[np.float64]:
-        values = figures(np.bincount(index, minlength=n).astype(np.float64))
+        values = figures(np.bincount(np.asarray(index, dtype=np.intp), minlength=n).astype(np.float64))
         return np.array([np.nan if values[k] is None else values[k] for k in INTERVAL_KEYS], dtype=np.float64)
 
     with warnings.catch_warnings():
