@@ -78,7 +78,16 @@ class _Machine(schema.as_state_machine()):  # type: ignore[misc]
         case.validate_response(response, checks=CHECKS, transport_kwargs=kwargs or None)
 
 
+class _AdminMachine(_Machine):
+    """With the admin token: the full state and the grade at any time, each in its documented shape."""
+
+    def get_call_kwargs(self, case: Any) -> dict[str, Any]:
+        return {"headers": {"authorization": f"Bearer {ADMIN_TOKEN}"}}
+
+
 def test_stateful_runs_from_reset_answer_as_documented() -> None:
-    _Machine.run(
-        settings=hypothesis.settings(SETTINGS, max_examples=30, stateful_step_count=8),
-    )
+    _Machine.run(settings=hypothesis.settings(SETTINGS, max_examples=25, stateful_step_count=8))
+
+
+def test_stateful_runs_with_the_admin_token_answer_as_documented() -> None:
+    _AdminMachine.run(settings=hypothesis.settings(SETTINGS, max_examples=15, stateful_step_count=8))
