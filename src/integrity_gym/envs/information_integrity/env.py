@@ -325,7 +325,6 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
             step_count=self._step_count,
             steps_left=max(0, self.max_steps - self._step_count),
             task_difficulty=sc.difficulty,
-            episode_id=self._episode_id,
         )
 
     def render(self) -> str:

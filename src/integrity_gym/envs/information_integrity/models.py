@@ -190,7 +190,11 @@ class HistoryEntry(WireModel):
 
 
 class IntegrityObservation(Observation):
-    """What the agent sees. Hidden facts appear only after the action that reveals them."""
+    """What the agent sees. Hidden facts appear only after the action that reveals them.
+
+    No episode id: it is a hash of the seed, and a seed found by searching hashes rebuilds the
+    generated scenario, label included, from the public code. The id stays in the (admin) state.
+    """
 
     content: str = Field(description="The post under review.")
     topic: str = Field(description="Short topic line.")
@@ -203,7 +207,6 @@ class IntegrityObservation(Observation):
     step_count: int = Field(ge=0, description="Steps taken so far (invalid ones included).")
     steps_left: int = Field(ge=0, description="Steps remaining in the budget.")
     task_difficulty: Difficulty = Field(description="Tier of the scenario.")
-    episode_id: str = Field(description="Deterministic id of this episode.")
 
 
 class IntegrityState(State):
