@@ -67,22 +67,13 @@ def test_pinned_grades_with_perfect_evidence(
     assert grade.score == explained and grade.success
 
 
-@pytest.mark.parametrize(
-    ("scenario_id", "reads", "reasoning", "score"),
-    [
-        ("medium_003", ["claim_1", "src_1", "src_2"], "claim_1 is false. harm is medium", 2 / 3),
-        ("hard_002", ["claim_1", "src_1", "src_2"],
-         "claim_1 is contested. src_1 supports claim_1. src_2 refutes claim_1", 0.7),
-    ],
-)  # fmt: skip
-def test_a_right_and_reasoned_decision_below_the_threshold_is_no_success(
-    scenario_id: str, reads: list[str], reasoning: str, score: float
-) -> None:
-    """Between 0.60 and the threshold: a lower threshold would call these successes."""
-    scenario = find_gold(scenario_id)
-    grade = play(scenario, reads, scenario.label, reasoning)  # type: ignore[arg-type]
-    assert grade.breakdown["decision_correct"] == 1.0 and grade.breakdown["reasoning_depth"] >= MIN_REASONING
-    assert grade.score == pytest.approx(score) and 0.6 <= grade.score < grade.threshold and not grade.success
+def test_a_right_and_reasoned_hard_decision_below_the_threshold_is_no_success() -> None:
+    """Half the decisive evidence, half the explanation: 0.70 on hard, which a threshold of 0.60 would pass."""
+    scenario = find_gold("hard_002")
+    reasoning = "claim_1 is contested. src_1 supports claim_1. src_2 refutes claim_1"
+    grade = play(scenario, ["claim_1", "src_1", "src_2"], "flag", reasoning)
+    assert grade.breakdown["decision_correct"] == 1.0 and grade.breakdown["reasoning_depth"] == MIN_REASONING
+    assert grade.score == pytest.approx(0.7) and not grade.success
 
 
 def random_reasoning(rng: random.Random, scenario: Scenario, decision: Decision) -> str | None:

@@ -76,6 +76,15 @@ def test_a_wrong_inference_lowers_precision_without_voiding() -> None:
     assert grade_reasoning(prose, SCENARIO, ALL_IDS).score == 0.0
 
 
+def test_reasoning_that_cites_no_decisive_source_scores_zero() -> None:
+    """A right conclusion with nothing read behind it is not an explanation."""
+    graded = grade_reasoning("claim_2 is false. harm is medium.", SCENARIO, ALL_IDS)
+    assert graded.score == 0.0 and graded.void == "it cites no decisive source"
+    # Citing a source that was read but is not decisive (satire) does not count either.
+    assert grade_reasoning("claim_2 is false. src_3 supports claim_2. harm is medium", SCENARIO, ALL_IDS).score == 0
+    assert grade_reasoning("claim_2 is false. src_5 refutes claim_2. harm is medium", SCENARIO, ALL_IDS).score == 0.75
+
+
 def test_a_harm_statement_earns_nothing_without_a_status_it_turns_into_the_decision() -> None:
     assert grade_reasoning("harm is medium", SCENARIO, ALL_IDS).score == 0.0
     alone = grade_reasoning("src_1 refutes claim_2. src_5 refutes claim_2. harm is medium", SCENARIO, ALL_IDS)

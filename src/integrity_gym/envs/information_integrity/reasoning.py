@@ -14,7 +14,8 @@ verified (it asserts something it did not read), or contradicts what the agent d
 checked source's stance or discount, a verified claim's known verdict, or the harm level shown in
 the observation. Blanket statements over every source or claim always fall under one of the two,
 whenever the scenario's sources disagree, as those of every gold and generated scenario do
-(tested). Otherwise the score is
+(tested). A reasoning that names no decisive source it checked (say, only "claim_1 is false")
+also scores 0: a conclusion with nothing read behind it explains nothing. Otherwise the score is
 ``recall × precision``: recall over the gold statements (``rules.gold_evidence``), precision over
 every statement made; a wrong inference (say, the status of a claim with no verdict) lowers
 precision. A harm statement is correct only next to a correct status statement that the harm turns
@@ -201,6 +202,8 @@ def grade_reasoning(
     sound = tuple(s for s in unique if len(values[(s.kind, s.subject)]) == 1 and _is_true(s, scenario, agg))
     correct = tuple(s for s in sound if s.kind != "harm" or _harm_backed(sound))
     hit = {s.text for s in correct} & gold
+    if not any(s.kind == "stance" for s in correct if s.text in hit):
+        return ReasoningScore(0.0, 0.0, 0.0, tuple(unique), correct, False, "it cites no decisive source")
     recall = len(hit) / len(gold) if gold else 0.0
     precision = len(correct) / len(unique)
     return ReasoningScore(round(recall * precision, 10), recall, precision, tuple(unique), correct, False)
