@@ -1,0 +1,252 @@
+"""The verifiers v1 tasksets, run by verifiers' own ``vf-eval``, against the in-process environments.
+
+Each test runs ``vf-eval`` (null harness, subprocess runtime) against a model endpoint on
+127.0.0.1, reads the traces it wrote, and replays every trace's replies in-process: the ``llm``
+agent (its real openai client, talking to a stub that returns exactly those replies) plays the
+environment built with ``integrity_gym.make``. The reward of each trace must equal the
+environment's, and the user messages the taskset showed must equal the agent's. The model is a
+script (replies chosen to hit answered, abstained, repaired and unreadable answers, and every
+kind of action) or the bundled tiny LLM.
+
+Needs the ``verifiers`` extra (skipped without it; a failure with IGYM_REQUIRE_SERVICES=1).
+verifiers' null harness is a small chat program that ``uv`` prepares from PyPI on its first run
+(then cached), so that first run needs PyPI.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import integrity_gym
+from integrity_gym.agents.llm import LLMAgent, LLMSettings
+from tests.agents.openai_stub import completion, openai_stub
+from tests.conftest import require_service
+from tests.integrations.scripted_llm import scripted_llm, text
+
+pytestmark = pytest.mark.slow
+VF_EVAL = Path(sys.executable).with_name("vf-eval")
+
+
+def require_verifiers() -> None:
+    available = importlib.util.find_spec("verifiers") is not None and VF_EVAL.exists()
+    require_service(available, "verifiers (pip install -e '.[verifiers]')")
+
+
+def vf_eval(taskset: str, base_url: str, out: Path, *options: str, timeout: float = 600) -> list[dict[str, Any]]:
+    """Run ``vf-eval`` on ``taskset``; return the first trace of every episode it wrote."""
+    command = [
+        str(VF_EVAL), taskset,
+        "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess",
+        "--client.base-url", base_url, "--model", "scripted", "--no-push", "--output-dir", str(out),
+        *options,
+    ]  # fmt: skip
+    proc = subprocess.run(command, cwd=out, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"vf-eval exited {proc.returncode}:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    files = list(out.rglob("traces.jsonl"))
+    assert len(files) == 1, files
+    episodes = [json.loads(line) for line in files[0].read_text().splitlines() if line.strip()]
+    traces = [episode["traces"][0] for episode in episodes]
+    for trace in traces:
+        assert trace["errors"] == [], trace["errors"]
+    return traces
+
+
+def conversation(trace: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The user messages and the assistant replies of a trace, in order."""
+    messages = [node["message"] for node in trace["nodes"]]
+    users = [text(m["content"]) for m in messages if m["role"] == "user"]
+    replies = [text(m["content"]) for m in messages if m["role"] == "assistant"]
+    return users, replies
+
+
+def replay(
+    task_id: str,
+    seed: int,
+    replies: list[str],
+    *,
+    config: dict[str, Any] | None = None,
+    options: Any = None,
+    images: bool = True,
+) -> tuple[Any, list[Any], list[str]]:
+    """Play ``replies`` in-process with the llm agent; return (env, step results, user messages sent)."""
+    env = integrity_gym.make(task_id, **(config or {}))
+    observation = env.reset(seed=seed, options=options)
+    results = []
+    with openai_stub([completion(reply) for reply in replies]) as (url, stub):
+        environ = {"API_BASE_URL": url, "MODEL_NAME": "stub", "OPENAI_API_KEY": "x", "LLM_IMAGES": str(int(images))}
+        settings = LLMSettings.from_env(environ)
+        agent = LLMAgent(env, settings=settings)
+        for _ in replies:
+            result = env.step(agent.act(observation))
+            agent.observe(result)
+            results.append(result)
+            observation = result.observation
+            if env.done:
+                break
+    sent = [text(request["messages"][-1]["content"]) for request in stub.requests]
+    return env, results, sent
+
+
+# --------------------------------------------------------------------------- selective verification
+SELECTIVE_REPLIES = (
+    '{"verdict": "SUPPORTED", "confidence": 0.9}',
+    '{"verdict": "REFUTED", "confidence": 0.65}',
+    '{"verdict": "ABSTAIN"}',
+    "```json\n{'Verdict': 'supported', 'confidence': '70%'}\n```",
+    "I think the object is there.",
+    '{"verdict": "SUPPORTED", "confidence": 0.2} {"verdict": "REFUTED", "confidence": 0.9}',
+)
+
+
+def cycling(replies: tuple[str, ...]) -> Any:
+    counter = itertools.count()
+    lock = threading.Lock()
+
+    def script(messages: list[dict[str, Any]]) -> str:
+        with lock:
+            return replies[next(counter) % len(replies)]
+
+    return script
+
+
+def test_selective_verification_reward_is_the_environment_reward(tmp_path: Path) -> None:
+    require_verifiers()
+    with scripted_llm(cycling(SELECTIVE_REPLIES)) as url:
+        traces = vf_eval(
+            "selective-verification-v1", url, tmp_path,
+            "--env.taskset.split", "adversarial", "--env.taskset.task.abstain-reward", "0.85",
+            "--env.taskset.num-tasks", "6", "--env.taskset.images", "false", "--max-concurrent", "2",
+        )  # fmt: skip
+    assert len(traces) == 6
+    rewards = []
+    for trace in traces:
+        data = trace["task"]["data"]
+        assert data["task_id"] == "selective_verification/adversarial-v0"
+        assert "0.8500" in data["system_prompt"]  # the payoff the model is told is the one it is paid
+        users, replies = conversation(trace)
+        assert len(replies) == 1
+        config = {"split": "adversarial", "num_tasks": 6, "abstain_reward": 0.85}
+        env, [result], sent = replay(data["task_id"], data["index"], replies, config=config, images=False)
+        assert env.observation().claim in users[0]
+        assert users == sent
+        assert trace["rewards"]["proper_score"]["score"] == result.reward
+        expected = {name: float(value) for name, value in result.info["trace_metrics"].items()}
+        assert {k: trace["metrics"][k] for k in expected} == expected
+        rewards.append((replies[0], result.reward, expected))
+    assert {reply for reply, _, _ in rewards} == set(SELECTIVE_REPLIES)
+    assert any(reward == 0.85 and m["abstained"] == 1 for _, reward, m in rewards)
+    assert any(reward == 0.0 and m["malformed"] == 1 for _, reward, m in rewards)
+    assert any(m["needed_repair"] == 1 for _, _, m in rewards)
+
+
+def test_a_dominated_abstain_reward_is_refused_before_any_rollout() -> None:
+    require_verifiers()
+    from verifiers.v1 import resolve_env_config
+
+    with pytest.raises(ValueError, match="dominated under the brier rule"):
+        resolve_env_config({"taskset": {"id": "selective-verification-v1", "task": {"abstain_reward": 0.75}}})
+    config = resolve_env_config({"taskset": {"id": "selective-verification-v1", "split": "popular"}})
+    assert config.taskset.task_id == "selective_verification/popular-v0"
+
+
+# --------------------------------------------------------------------------- multi-turn
+def pii_script(messages: list[dict[str, Any]]) -> str:
+    """Redact an e-mail address in view, move on, say something unreadable, then finish."""
+    turn = sum(m["role"] == "assistant" for m in messages)
+    window = text(messages[-1]["content"])
+    email = re.search(r"[\w.+-]+@[\w-]+\.[\w.]+", window)
+    plan = [
+        {"action_type": "REDACT", "text": email.group(0), "label": "EMAIL"} if email else {"action_type": "SKIP"},
+        {"action_type": "REDACT", "text": "no such text anywhere", "label": "NAME"},
+        None,
+        {"action_type": "NEXT_CHUNK", "text": "", "label": "NAME"},
+    ]
+    if turn >= len(plan):
+        return json.dumps({"action_type": "FINISH", "text": "", "label": "NAME"})
+    return "let me read the window first" if plan[turn] is None else json.dumps(plan[turn])
+
+
+def integrity_script(messages: list[dict[str, Any]]) -> str:
+    """Verify the first claim, check the first source, say something unreadable, then decide."""
+    turn = sum(m["role"] == "assistant" for m in messages)
+    shown = text(messages[-1]["content"])
+    claim = re.search(r"- (claim_\w+):", shown)
+    source = re.search(r"- (src_\w+) \(about", shown)
+    plan = [
+        {"type": "verify_claim", "target": claim.group(1) if claim else "claim_1"},
+        {"type": "check_source", "target": source.group(1) if source else "src_1"},
+        None,
+    ]
+    if turn >= len(plan):
+        return json.dumps({"type": "decide", "decision": "flag", "reasoning": "claim_1 is contested."})
+    return "Thinking about the sources." if plan[turn] is None else json.dumps(plan[turn])
+
+
+#: taskset -> (its default task, the script, its default reset options, replies the script makes unreadable)
+MULTI_TURN = {
+    # A quote that is not in the window cannot be located: unreadable, like the prose reply.
+    "pii-redaction-v1": (
+        "pii_redaction/gdpr_contract_easy-v0",
+        pii_script,
+        {"source": "generated", "partition": "eval"},
+        2,
+    ),
+    "information-integrity-v1": (
+        "information_integrity/easy-v0",
+        integrity_script,
+        {"source": "generated", "partition": "eval"},
+        1,
+    ),
+}
+
+
+def check_multi_turn(trace: dict[str, Any], task_id: str, options: dict[str, Any]) -> Any:
+    """Assert the trace's reward and messages are what the in-process environment gives; return the env."""
+    data = trace["task"]["data"]
+    assert data["task_id"] == task_id and data["options"] == options
+    users, replies = conversation(trace)
+    env, results, sent = replay(task_id, data["seed"], replies, options=options)
+    assert len(results) == len(replies) == trace["metrics"]["steps"]
+    assert users == sent  # every observation worded as the llm agent words it, feedback included
+    assert trace["rewards"]["grade"]["score"] == env.grade().score
+    assert trace["metrics"]["step_reward_sum"] == pytest.approx(sum(r.reward for r in results), abs=1e-12)
+    assert trace["metrics"]["finished"] == float(env.done)
+    return env
+
+
+@pytest.mark.parametrize("taskset", sorted(MULTI_TURN))
+def test_multi_turn_reward_is_the_environment_grade(tmp_path: Path, taskset: str) -> None:
+    require_verifiers()
+    task_id, script, options, unreadable = MULTI_TURN[taskset]
+    with scripted_llm(script) as url:
+        traces = vf_eval(taskset, url, tmp_path, "--env.taskset.num-tasks", "2", "--env.taskset.seed", "3")
+    assert sorted(t["task"]["data"]["seed"] for t in traces) == [3, 4]
+    for trace in traces:
+        env = check_multi_turn(trace, task_id, options)
+        assert env.done  # the scripted episodes end themselves (FINISH, decide)
+        assert trace["metrics"]["unreadable_replies"] == unreadable
+
+
+def test_multi_turn_options_reach_the_environment(tmp_path: Path) -> None:
+    require_verifiers()
+    options = {"source": "gold", "partition": "eval", "difficulty": "hard"}
+    with scripted_llm(integrity_script) as url:
+        traces = vf_eval(
+            "information-integrity-v1", url, tmp_path,
+            "--env.taskset.num-tasks", "1", "--env.taskset.source", "gold", "--env.taskset.difficulty", "hard",
+            "--env.taskset.max-turns", "2",
+        )  # fmt: skip
+    [trace] = traces
+    env = check_multi_turn(trace, "information_integrity/easy-v0", options)
+    assert trace["metrics"]["steps"] == 2 and not env.done  # capped before deciding
+    assert env.state().difficulty == "hard"
