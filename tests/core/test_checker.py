@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from pydantic import Field
@@ -32,6 +32,40 @@ def test_a_correct_environment_passes() -> None:
     env = ToyEnv(SPEC)
     check_env(env)
     check_env(env, seed=7, steps=30)
+    # Copies (determinism, restored states) are built with the same config.
+    check_env(ToyEnv(SPEC, reward_scale=2.5))
+
+
+def test_check_env_plays_the_seed_it_is_given() -> None:
+    class Recording(ToyEnv):
+        seeds: ClassVar[list[int | None]] = []
+
+        def _reset(self, *, seed: int | None, **kwargs: Any) -> ToyObservation:
+            self.seeds.append(seed)
+            return super()._reset(seed=seed, **kwargs)
+
+    check_env(Recording(SPEC), seed=7)
+    assert len(Recording.seeds) >= 5 and set(Recording.seeds) == {7}
+
+
+def test_check_env_plays_the_policy_it_is_given() -> None:
+    class NoOracle(ToyEnv):
+        @classmethod
+        def oracle_action(cls, state: ToyState) -> ToyAction:
+            raise NotImplementedError("no oracle for this task")
+
+    with pytest.raises(EnvCheckError, match=r"\[oracle episode\] raised NotImplementedError: no oracle"):
+        check_env(NoOracle(SPEC))
+    check_env(NoOracle(SPEC), policy=lambda env: ToyAction(op="answer", value=sum(env.state().secret)))
+
+
+def test_an_exception_inside_a_rule_is_that_rules_failure() -> None:
+    class NoGrade(ToyEnv):
+        def _grade(self) -> Grade:
+            raise ValueError("cannot grade")
+
+    message = failures(NoGrade)
+    assert message.endswith("failed check_env:\n- [grade] raised ValueError: cannot grade")
 
 
 def test_every_failure_is_listed_with_its_rule_and_the_task() -> None:
@@ -141,6 +175,11 @@ def test_step_results_are_checked(change: dict[str, Any], message: str) -> None:
         check_env(_with_result(**change)(SPEC))
 
 
+def test_a_breakdown_may_differ_from_the_reward_by_rounding_only() -> None:
+    rounding = {"reward": 0.0, "info": {"reward_breakdown": {"a": 0.1, "b": 0.2, "c": -0.3}, "error": None}}
+    check_env(_with_result(**rounding)(SPEC))
+
+
 def test_a_clipped_reward_may_differ_from_its_breakdown() -> None:
     clipped = _with_result(reward=lambda r: r.reward + 0.5, info=lambda r: {**r.info, "clipped": True})
     check_env(clipped(SPEC))
@@ -167,14 +206,31 @@ def test_same_seed_must_give_the_same_transcript() -> None:
 
 
 def test_malformed_actions_must_not_raise() -> None:
-    class Raising(ToyEnv):
+    class RaisesOnText(ToyEnv):
         def parse_action(self, action: Any) -> ToyAction:
-            if not isinstance(action, dict | ToyAction):
+            if isinstance(action, str):
                 raise TypeError("unreadable")
             return super().parse_action(action)
 
-    with pytest.raises(EnvCheckError, match=r"\[malformed action\] step\('not json at all'\) raised TypeError"):
-        check_env(Raising(SPEC))
+    message = failures(RaisesOnText)
+    assert "[malformed action] step('not json at all') raised TypeError: unreadable" in message
+    assert "step({'no_such_field': 1}) raised" not in message
+
+
+def test_every_malformed_action_is_tried() -> None:
+    class TwoFaults(ToyEnv):
+        # Raises on the first malformed action, says nothing about the third.
+        def parse_action(self, action: Any) -> ToyAction:
+            if isinstance(action, dict) and "no_such_field" in action:
+                raise KeyError("no_such_field")
+            return super().parse_action(action)
+
+        def _reject(self, raw: Any, message: str) -> StepResult[ToyObservation]:
+            return super()._reject(raw, "" if raw == 12345 else message)
+
+    message = failures(TwoFaults)
+    assert "step({'no_such_field': 1}) raised KeyError" in message
+    assert "step(12345) gave no error message in info" in message
 
 
 def test_malformed_actions_must_say_what_was_wrong() -> None:
@@ -293,11 +349,31 @@ def test_observations_must_not_carry_ground_truth_keys() -> None:
     assert "depends on hidden truth" not in message
 
 
+class NestedObservation(ToyObservation):
+    log: list[dict[str, Any]] = Field(default_factory=list)
+
+
+def test_ground_truth_keys_are_found_at_any_depth() -> None:
+    class NestedGold(ToyEnv):
+        observation_type = NestedObservation
+
+        def _observation(self) -> Any:
+            log = [{"step": 0}, {"step": 1, "detail": {"answer": None}}]
+            return NestedObservation(**super()._observation().model_dump(), log=log)
+
+    with pytest.raises(EnvCheckError, match=r"\[oracle episode\] observation carries the ground-truth key 'answer'"):
+        check_env(NestedGold(SPEC))
+
+
 def test_the_counterfactual_must_alter_hidden_truth() -> None:
     class Vacuous(ToyEnv):
         @classmethod
         def counterfactual(cls, state: ToyState, rng: random.Random) -> ToyState:
             return state
+
+        @classmethod
+        def oracle_action(cls, state: ToyState) -> ToyAction:
+            return ToyAction(op="answer", value=sum(state.secret))
 
     with pytest.raises(EnvCheckError, match=r"\[oracle episode\] counterfactual\(\) altered nothing"):
         check_env(Vacuous(SPEC))
@@ -330,7 +406,9 @@ def test_a_finished_episode_must_refuse_steps() -> None:
                 return self._result({}, error=None)
             return super().step(action)
 
-    with pytest.raises(EnvCheckError, match=r"\[done guard\] stepping a finished episode did not raise"):
+    with pytest.raises(
+        EnvCheckError, match=r"\[done guard\] stepping a finished episode did not raise EpisodeFinishedError"
+    ):
         check_env(Unguarded(SPEC))
 
 
@@ -397,8 +475,9 @@ def test_the_grade_is_checked(make: Any, message: str) -> None:
         check_env(_with_grade(make)(SPEC))
 
 
-def test_success_exactly_at_the_threshold_is_allowed() -> None:
+def test_success_exactly_at_the_threshold_and_a_zero_score_are_allowed() -> None:
     check_env(_with_grade(lambda env: Grade(score=0.9, success=True, threshold=0.9, breakdown={}))(SPEC))
+    check_env(_with_grade(lambda env: Grade(score=0.0, success=False, threshold=0.9, breakdown={}))(SPEC))
 
 
 # ----------------------------------------------------------------------------- close twice

@@ -1,6 +1,7 @@
 """A tiny correct environment for testing ``check_env``: each test breaks exactly one of its promises.
 
-Three hidden digits; ``look`` reveals one, ``answer`` submits their sum and ends the episode.
+Three hidden digits; ``look`` reveals one, ``answer`` submits their sum and ends the episode. The
+config ``reward_scale`` multiplies every reward, so a copy built without the config would differ.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class ToyEnv(Env[ToyAction, ToyObservation, ToyState]):
 
     def _configure(self, spec: TaskSpec, config: Mapping[str, Any]) -> None:
         self.max_steps = spec.max_steps
+        self.reward_scale = float(config.get("reward_scale", 1.0))
         self.s = ToyState(
             task_id=spec.id, seed=None, episode_id="", step_count=0, done=False, secret=[], seen=[], answer=None
         )
@@ -88,7 +90,7 @@ class ToyEnv(Env[ToyAction, ToyObservation, ToyState]):
             breakdown = {"look": 0.0}
         else:
             self._advance(answer=action.value)
-            breakdown = {"answer": 1.0 if action.value == sum(self.s.secret) else 0.0}
+            breakdown = {"answer": self.reward_scale if action.value == sum(self.s.secret) else 0.0}
         return self._result(breakdown, error=None)
 
     def _result(self, breakdown: dict[str, float], error: str | None) -> StepResult[ToyObservation]:
@@ -123,15 +125,18 @@ class ToyEnv(Env[ToyAction, ToyObservation, ToyState]):
 
     @classmethod
     def sample_action(cls, observation: ToyObservation, rng: random.Random) -> ToyAction:
-        if rng.random() < 0.7:
-            return ToyAction(op="look", index=rng.randrange(DIGITS))
+        hidden = [i for i in range(DIGITS) if str(i) not in observation.seen]
+        if hidden and rng.random() < 0.7:
+            return ToyAction(op="look", index=rng.choice(hidden))
         return ToyAction(op="answer", value=rng.randrange(28))
 
     @classmethod
     def oracle_action(cls, state: ToyState) -> ToyAction:
-        # Look once first, so the hidden-truth check also runs with a digit on show.
-        if not state.seen:
-            return ToyAction(op="look", index=0)
+        # Look at every digit first: the hidden-truth check then runs with some, and finally with
+        # no, truth hidden (where a counterfactual has nothing left to alter).
+        hidden = [i for i in range(DIGITS) if i not in state.seen]
+        if hidden:
+            return ToyAction(op="look", index=hidden[0])
         return ToyAction(op="answer", value=sum(state.secret))
 
     @classmethod

@@ -104,7 +104,7 @@ MAX_ORACLE_STEPS = 10_000
 _STEP_FIELDS = frozenset({"step_count", "steps_left", "previous_actions", "interaction_history"})
 
 
-def _strip_step_fields(obs: BaseModel, ignore_done: bool = False) -> dict[str, Any]:
+def _strip_step_fields(obs: BaseModel, ignore_done: bool) -> dict[str, Any]:
     skip = _STEP_FIELDS | {"done"} if ignore_done else _STEP_FIELDS
     return {k: v for k, v in obs.model_dump().items() if k not in skip}
 
