@@ -67,11 +67,16 @@ def test_misreporting_what_was_read_voids_the_reasoning() -> None:
 
 
 def test_a_wrong_inference_lowers_precision_without_voiding() -> None:
-    """The status of a claim with no verdict is inferred from sources; getting it wrong costs precision."""
+    """The status of a claim with no verdict, and a source's age, are inferred; a mistake costs precision."""
     wrong = GOOD.replace("claim_2 is false", "claim_2 is unsupported")
     graded = grade_reasoning(wrong, SCENARIO, ALL_IDS)
     assert not graded.void and graded.precision == pytest.approx(2 / 4) and graded.recall == pytest.approx(2 / 4)
     assert graded.score == pytest.approx(0.25)
+    dated = grade_reasoning(f"{GOOD} src_1 is outdated.", SCENARIO, ALL_IDS)  # src_1 is recent
+    assert not dated.void and dated.recall == 1.0 and dated.precision == pytest.approx(4 / 5)
+    assert "src_6 is outdated" in {
+        s.text for s in grade_reasoning(f"{GOOD} src_6 is outdated.", SCENARIO, ALL_IDS).correct
+    }
     prose = "The post is obviously false and harmful, the sources disagree, so I remove it."
     assert grade_reasoning(prose, SCENARIO, ALL_IDS).score == 0.0
 

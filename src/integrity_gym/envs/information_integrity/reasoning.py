@@ -11,7 +11,7 @@ Only *typed statements* count; bare ids, prose, keyword lists and sentences quan
 
 The reasoning is *void* (scores 0) when any statement cites an id the agent never checked or
 verified (it asserts something it did not read), or contradicts what the agent did read: a
-checked source's stance or discount, a verified claim's known verdict, or the harm level shown in
+checked source's stance or satire flag, a verified claim's known verdict, or the harm level shown in
 the observation. Blanket statements over every source or claim always fall under one of the two,
 whenever the scenario's sources disagree, as those of every gold and generated scenario do
 (tested). A reasoning that names no decisive source it checked (say, only "claim_1 is false")
@@ -149,12 +149,15 @@ def _cited(statement: Statement) -> list[str]:
 def _read_directly(statement: Statement, scenario: Scenario) -> bool:
     """True if the statement restates something shown to the agent rather than inferring it.
 
-    A source's stance and discount are shown by ``check_source``, the harm level by every
+    A source's stance and satire flag are shown by ``check_source``, the harm level by every
     observation, and a claim's status by ``verify_claim`` when its verdict is known. The status of a
-    claim without a verdict is an inference from the sources, and may honestly be wrong.
+    claim without a verdict is an inference from the sources, and whether a source is outdated is
+    worked out from its date; both may honestly be wrong.
     """
     if statement.kind == "status":
         return scenario.claim(statement.subject).verdict != "unknown"
+    if statement.kind == "discount":
+        return statement.value == "satire"
     return True
 
 
