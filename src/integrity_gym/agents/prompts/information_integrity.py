@@ -25,7 +25,9 @@ ones. Satire and outdated sources should count for little.
 The reasoning of a decision is graded only by typed statements, one per sentence, citing ids you \
 checked: "src_2 refutes claim_1.", "src_3 supports claim_1.", "claim_1 is false." (true, false, \
 misleading, contested, unsupported), "src_4 is satire.", "src_5 is outdated.", "harm is high." \
-Wrong or unchecked statements lower the grade; keep it short."""
+A wrong decision scores nothing. The reasoning scores nothing if it cites an id you did not check, \
+contradicts what you read, or names no decisive source you checked; wrong claim statuses cost \
+precision. Keep it short."""
 
 
 class IntegrityAdapter:
