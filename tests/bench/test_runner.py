@@ -38,9 +38,10 @@ def test_a_run_writes_every_artifact_and_the_database_row(tmp_path: Path) -> Non
     # information_integrity's tiers easy > medium > hard, and pii_redaction has one tier here.
     tier_of = {"easy-v0": "easy", "medium-v0": "medium", "hard-v0": "hard"}
     ii = {tier_of[t.split("/")[1]]: e["mean_score"] for t, e in summary["tasks"].items() if "integrity" in t}
-    assert summary["tier_separation"]["information_integrity"] == {"means": ii, "ok": True}
+    assert summary["tier_separation"]["information_integrity"]["means"] == ii
     pii = summary["tasks"]["pii_redaction/gdpr_contract_easy-v0"]["mean_score"]
-    assert summary["tier_separation"]["pii_redaction"] == {"means": {"easy": pii}, "ok": None}
+    assert summary["tier_separation"]["pii_redaction"]["means"] == {"easy": pii}
+    assert summary["tier_separation"]["pii_redaction"]["ok"] is None
     assert set(summary["tiers"]) == {"easy", "medium", "hard"}
     config = json.loads((out / "config.json").read_text())
     assert config["seeds"] == [4, 5] and config["reproduce"] == result.command == summary["reproduce"]
@@ -84,12 +85,33 @@ def test_options_are_validated_with_clear_messages() -> None:
 
 
 def test_tier_separation_and_tier_table() -> None:
-    def s(tier: str, score: float) -> TaskSummary:
-        return TaskSummary(episodes=2, mean_score=score, success_rate=0.5, mean_return=1.0, tier=tier)
+    def s(tier: str, score: float, sd: float = 0.1, n: int = 20, **metrics: float) -> TaskSummary:
+        return TaskSummary(episodes=n, mean_score=score, success_rate=0.5, mean_return=1.0, tier=tier,
+                           std_score=sd, metrics=dict(metrics))  # fmt: skip
 
-    good = {"a/e-v0": s("easy", 0.9), "a/m-v0": s("medium", 0.6), "a/h-v0": s("hard", 0.3), "b/x-v0": s("easy", 1)}
+    ii = "information_integrity/{}-v0"
+    good = {ii.format("easy"): s("easy", 0.9), ii.format("medium"): s("medium", 0.6), ii.format("hard"): s("hard", 0.3),
+            "pii_redaction/gdpr_contract_easy-v0": s("easy", 1)}  # fmt: skip
     sep = tier_separation(good)
-    assert sep["a"]["ok"] is True and sep["b"]["ok"] is None
-    assert tier_separation({**good, "a/h2-v0": s("hard", 0.95)})["a"]["ok"] is False
+    assert sep["information_integrity"]["ok"] is True and sep["pii_redaction"]["ok"] is None
+    assert sep["information_integrity"]["metric"] == "mean_score"
+    assert sep["information_integrity"]["errors"]["easy"] == pytest.approx(0.1 / 20**0.5)
+    assert [p["verdict"] for p in sep["information_integrity"]["pairs"]] == ["separated", "separated"]
+    # Ordered but within noise: 0.60 vs 0.55 with sd 0.3 over 20 episodes (z ≈ 0.53).
+    noisy = {**good, ii.format("hard"): s("hard", 0.55, sd=0.3)}
+    pairs = tier_separation(noisy)["information_integrity"]["pairs"]
+    assert pairs[1]["verdict"] == "ordered, not significant" and pairs[1]["z"] == pytest.approx(
+        0.05 / (0.1**2 / 20 + 0.09 / 20) ** 0.5
+    )
+    assert tier_separation(noisy)["information_integrity"]["ok"] is False
+    reversed_ = tier_separation({**good, ii.format("hard"): s("hard", 0.95)})["information_integrity"]
+    assert reversed_["ok"] is False and reversed_["pairs"][1]["verdict"] == "reversed"
+    # Selective verification is judged on skill, with the interval its summarize() reports.
+    sv = "selective_verification/{}-v0"
+    skill = {sv.format("random"): s("easy", 0.5, skill=0.43, skill_ci_low=0.29, skill_ci_high=0.57),
+             sv.format("balanced"): s("medium", 0.9, skill=0.27, skill_ci_low=0.15, skill_ci_high=0.39)}  # fmt: skip
+    judged = tier_separation(skill)["selective_verification"]
+    assert judged["metric"] == "skill" and judged["means"] == {"easy": 0.43, "medium": 0.27}
+    assert judged["pairs"][0]["verdict"] == "ordered, not significant"
     table = tier_table(good)
     assert table["easy"]["tasks"] == 2 and table["easy"]["mean_score"] == pytest.approx(0.95)

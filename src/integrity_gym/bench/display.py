@@ -6,11 +6,12 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from integrity_gym.bench import logs
-from integrity_gym.bench.runner import RunResult
+from integrity_gym.bench.runner import RunResult, separation_text
 from integrity_gym.core.registry import TaskSpec
 
 Echo = Literal["none", "end", "all"]
@@ -116,9 +117,8 @@ def print_summary(console: Console, result: RunResult) -> None:
                           f"{t['success_rate']:.0%}", f"{t['mean_return']:+.3f}")  # fmt: skip
         console.print(tiers)
     for env, sep in result.separation.items():
-        order = ", ".join(f"{t} {m:.3f}" for t, m in sep["means"].items())
-        verdict = {True: "[green]tiers separated ✓[/green]", False: "[red]tiers NOT separated ✗[/red]"}
-        console.print(f"{env}: {order}: " + verdict.get(sep["ok"], "one tier only"))
+        colour = {True: "green", False: "yellow"}.get(sep["ok"], "default")
+        console.print(f"{env}: [{colour}]{escape(separation_text(sep))}[/{colour}]")
     failed = sum(s.failed for s in result.summaries.values())
     if failed:
         console.print(f"[red]{failed} episode(s) failed[/red]; their errors are in {result.out_dir / 'episodes.jsonl'}")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from integrity_gym.bench import plots
+from integrity_gym.bench.runner import separation_text
 
 FIGURES = (
     ("grades", "Grade by task", "Mean grade of each task per run; whiskers are 95% intervals over episodes, "
@@ -250,9 +251,8 @@ def _run_table(run: RunData) -> str:
     sep = run.summary.get("tier_separation", {})
     checks = []
     for env, v in sep.items():
-        means = ", ".join(f"{t} {m:.3f}" for t, m in v.get("means", {}).items())
-        verdict = {True: "easy &gt; medium &gt; hard ✓", False: "not separated ✗"}.get(v.get("ok"), "one tier")
-        checks.append(f"<li>{html.escape(env)}: {means} — {verdict}</li>")
+        text = separation_text(v) if "pairs" in v else ", ".join(f"{t} {m:.3f}" for t, m in v.get("means", {}).items())
+        checks.append(f"<li>{html.escape(env)}: {html.escape(text)}</li>")
     replay = html.escape(str(run.summary.get("reproduce") or run.config.get("reproduce") or ""))
     return (
         f"<h3>{html.escape(run.label)} <small>{html.escape(run.run_id)} · {run.summary.get('status', '?')} · "

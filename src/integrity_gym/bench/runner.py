@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from scipy.stats import t as student_t
 
 from integrity_gym.agents.base import make_agent
 from integrity_gym.bench import logs
@@ -241,7 +242,7 @@ def summarize_records(spec: TaskSpec, records: Sequence[Mapping[str, Any]]) -> T
     std = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / (n - 1)) if mean is not None and n > 1 else None
     ci = None
     if mean is not None and std is not None:
-        half = 1.96 * std / math.sqrt(n)
+        half = float(student_t.ppf(0.975, n - 1)) * std / math.sqrt(n)
         ci = (max(0.0, mean - half), min(1.0, mean + half))
     grades = [Grade.model_validate(r["grade"]) for r in done]
     try:
@@ -294,19 +295,67 @@ def tier_table(summaries: Mapping[str, TaskSummary]) -> dict[str, dict[str, Any]
     return out
 
 
+def _separation_figure(task_id: str, s: TaskSummary) -> tuple[str, float, float] | None:
+    """The figure a task's tier is judged on, its value and standard error (inf without an interval)."""
+    metric = get_spec(task_id).env_class().separation_metric()
+    if metric == "mean_score":
+        if s.mean_score is None:
+            return None
+        se = s.std_score / math.sqrt(s.episodes) if s.std_score is not None and s.episodes > 1 else math.inf
+        return metric, s.mean_score, se
+    value, low, high = (s.metrics.get(k) for k in (metric, f"{metric}_ci_low", f"{metric}_ci_high"))
+    if value is None:
+        return None
+    se = (high - low) / (2 * 1.959964) if low is not None and high is not None else math.inf
+    return metric, float(value), se
+
+
 def tier_separation(summaries: Mapping[str, TaskSummary]) -> dict[str, dict[str, Any]]:
-    """Per environment: is the mean grade easy > medium > hard? (``ok`` None when under two tiers)."""
-    by_env: dict[str, dict[str, list[float]]] = {}
+    """Per environment: whether the tiers are ordered easy > medium > hard beyond noise.
+
+    Each environment names the figure to compare (``Env.separation_metric``: the mean grade, or
+    e.g. selective verification's skill over abstaining). Per tier the figure is averaged over its
+    tasks (episode-weighted) with its standard error; neighbouring tiers are *separated* when the
+    difference exceeds 1.96 combined standard errors, *ordered, not significant* when it is
+    positive but smaller, and *reversed* otherwise. ``ok`` is true when every pair is separated
+    (None with fewer than two tiers).
+    """
+    by_env: dict[str, dict[str, list[tuple[int, float, float]]]] = {}
+    metric_of: dict[str, str] = {}
     for task_id, s in summaries.items():
-        if s.mean_score is not None and s.tier in TIER_ORDER:
-            by_env.setdefault(task_id.split("/")[0], {}).setdefault(s.tier, []).append(s.mean_score)
+        figure = _separation_figure(task_id, s) if s.tier in TIER_ORDER else None
+        if figure is not None:
+            env = task_id.split("/")[0]
+            metric_of[env] = figure[0]
+            by_env.setdefault(env, {}).setdefault(s.tier, []).append((s.episodes, figure[1], figure[2]))
     out: dict[str, dict[str, Any]] = {}
     for env, tiers in sorted(by_env.items()):
-        means = {t: math.fsum(v) / len(v) for t in TIER_ORDER if (v := tiers.get(t))}
-        ordered = list(means.values())
-        ok = all(a > b for a, b in itertools.pairwise(ordered)) if len(ordered) > 1 else None
-        out[env] = {"means": means, "ok": ok}
+        means: dict[str, float] = {}
+        errors: dict[str, float] = {}
+        for tier in TIER_ORDER:
+            if rows := tiers.get(tier):
+                total = sum(n for n, _, _ in rows)
+                means[tier] = math.fsum(n * v for n, v, _ in rows) / total
+                errors[tier] = math.sqrt(math.fsum((n * se / total) ** 2 for n, _, se in rows))
+        pairs = []
+        for hi, lo in itertools.pairwise(means):
+            diff = means[hi] - means[lo]
+            z = diff / math.hypot(errors[hi], errors[lo]) if math.hypot(errors[hi], errors[lo]) > 0 else math.inf
+            verdict = "separated" if z > 1.959964 else "ordered, not significant" if diff > 0 else "reversed"
+            pairs.append({"higher": hi, "lower": lo, "difference": diff, "z": z, "verdict": verdict})
+        ok = all(p["verdict"] == "separated" for p in pairs) if pairs else None
+        out[env] = {"metric": metric_of[env], "means": means, "errors": errors, "pairs": pairs, "ok": ok}
     return out
+
+
+def separation_text(sep: Mapping[str, Any]) -> str:
+    """One line: the figure per tier (± standard error) and each neighbouring pair's verdict."""
+    figures = ", ".join(
+        f"{t} {m:.3f}" + (f" ± {e:.3f}" if math.isfinite(e := sep["errors"][t]) else "")
+        for t, m in sep["means"].items()
+    )
+    verdicts = "; ".join(f"{p['higher']} > {p['lower']}: {p['verdict']}" for p in sep["pairs"]) or "one tier only"
+    return f"{sep['metric']}: {figures} ({verdicts})"
 
 
 def write_summary(out_dir: Path, summaries: Mapping[str, TaskSummary], extra: Mapping[str, Any] | None = None) -> Path:
@@ -557,9 +606,7 @@ def summary_lines(
             f"avg_return={t['mean_return']:.4f} n={t['episodes']}"
         )
     for env, sep in separation.items():
-        order = " ".join(f"{t}={m:.3f}" for t, m in sep["means"].items())
-        verdict = {True: "separated", False: "NOT separated", None: "n/a (one tier)"}[sep["ok"]]
-        lines.append(f"tier_separation env={env} {order}: {verdict}")
+        lines.append(f"tier_separation env={env} {separation_text(sep)}")
     lines.append(f"status={status}")
     lines.append(f"reproduce: {replay}")
     return lines

@@ -207,6 +207,15 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
         """
 
     @classmethod
+    def separation_metric(cls) -> str:
+        """The figure on which ``igym bench`` compares tiers (higher on easier tiers).
+
+        ``"mean_score"`` (the default) is the mean grade with its t-interval; any other name is a
+        ``summarize`` figure that comes with ``<name>_ci_low`` and ``<name>_ci_high``.
+        """
+        return "mean_score"
+
+    @classmethod
     def summarize(cls, grades: Sequence[Grade]) -> dict[str, float | None]:
         """Dataset-level metrics over many graded episodes of one task, beyond the mean score.
 
