@@ -25,8 +25,11 @@ def text(content: Any) -> str:
 
 
 @contextmanager
-def scripted_llm(script: Script) -> Iterator[str]:
-    """Serve ``script`` until the context ends; yield the base URL (``http://127.0.0.1:PORT/v1``)."""
+def scripted_llm(script: Script, requests: list[dict[str, Any]] | None = None) -> Iterator[str]:
+    """Serve ``script`` until the context ends; yield the base URL (``http://127.0.0.1:PORT/v1``).
+
+    Each request body is appended to ``requests`` when a list is given.
+    """
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
@@ -45,6 +48,8 @@ def scripted_llm(script: Script) -> Iterator[str]:
 
         def do_POST(self) -> None:
             request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if requests is not None:
+                requests.append(request)
             reply = script(request.get("messages", []))
             usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
             model = request.get("model", "scripted")

@@ -18,7 +18,6 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
-import re
 import subprocess
 import sys
 import threading
@@ -27,14 +26,13 @@ from typing import Any
 
 import pytest
 
-import integrity_gym
-from integrity_gym.agents.llm import LLMAgent, LLMSettings
-from tests.agents.openai_stub import completion, openai_stub
 from tests.conftest import require_service
+from tests.integrations.replay import integrity_script, pii_script, replay
 from tests.integrations.scripted_llm import scripted_llm, text
 
 pytestmark = pytest.mark.slow
 VF_EVAL = Path(sys.executable).with_name("vf-eval")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def require_verifiers() -> None:
@@ -42,12 +40,14 @@ def require_verifiers() -> None:
     require_service(available, "verifiers (pip install -e '.[verifiers]')")
 
 
-def vf_eval(taskset: str, base_url: str, out: Path, *options: str, timeout: float = 600) -> list[dict[str, Any]]:
+def vf_eval(
+    taskset: str, base_url: str, out: Path, *options: str, model: str = "scripted", timeout: float = 600
+) -> list[dict[str, Any]]:
     """Run ``vf-eval`` on ``taskset``; return the first trace of every episode it wrote."""
     command = [
         str(VF_EVAL), taskset,
         "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess",
-        "--client.base-url", base_url, "--model", "scripted", "--no-push", "--output-dir", str(out),
+        "--client.base-url", base_url, "--model", model, "--no-push", "--output-dir", str(out),
         *options,
     ]  # fmt: skip
     proc = subprocess.run(command, cwd=out, capture_output=True, text=True, timeout=timeout)
@@ -67,34 +67,6 @@ def conversation(trace: dict[str, Any]) -> tuple[list[str], list[str]]:
     users = [text(m["content"]) for m in messages if m["role"] == "user"]
     replies = [text(m["content"]) for m in messages if m["role"] == "assistant"]
     return users, replies
-
-
-def replay(
-    task_id: str,
-    seed: int,
-    replies: list[str],
-    *,
-    config: dict[str, Any] | None = None,
-    options: Any = None,
-    images: bool = True,
-) -> tuple[Any, list[Any], list[str]]:
-    """Play ``replies`` in-process with the llm agent; return (env, step results, user messages sent)."""
-    env = integrity_gym.make(task_id, **(config or {}))
-    observation = env.reset(seed=seed, options=options)
-    results = []
-    with openai_stub([completion(reply) for reply in replies]) as (url, stub):
-        environ = {"API_BASE_URL": url, "MODEL_NAME": "stub", "OPENAI_API_KEY": "x", "LLM_IMAGES": str(int(images))}
-        settings = LLMSettings.from_env(environ)
-        agent = LLMAgent(env, settings=settings)
-        for _ in replies:
-            result = env.step(agent.act(observation))
-            agent.observe(result)
-            results.append(result)
-            observation = result.observation
-            if env.done:
-                break
-    sent = [text(request["messages"][-1]["content"]) for request in stub.requests]
-    return env, results, sent
 
 
 # --------------------------------------------------------------------------- selective verification
@@ -119,6 +91,20 @@ def cycling(replies: tuple[str, ...]) -> Any:
     return script
 
 
+def check_selective(trace: dict[str, Any], config: dict[str, Any]) -> tuple[str, float, dict[str, float]]:
+    """Assert the trace's reward and metrics are the in-process environment's; return (reply, reward, metrics)."""
+    data = trace["task"]["data"]
+    users, replies = conversation(trace)
+    assert len(replies) == 1
+    env, [result], sent = replay(data["task_id"], data["index"], replies, config=config, images=False)
+    assert env.observation().claim in users[0]
+    assert users == sent
+    assert trace["rewards"]["proper_score"]["score"] == result.reward
+    expected = {name: float(value) for name, value in result.info["trace_metrics"].items()}
+    assert {k: trace["metrics"][k] for k in expected} == expected
+    return replies[0], result.reward, expected
+
+
 def test_selective_verification_reward_is_the_environment_reward(tmp_path: Path) -> None:
     require_verifiers()
     with scripted_llm(cycling(SELECTIVE_REPLIES)) as url:
@@ -128,25 +114,31 @@ def test_selective_verification_reward_is_the_environment_reward(tmp_path: Path)
             "--env.taskset.num-tasks", "6", "--env.taskset.images", "false", "--max-concurrent", "2",
         )  # fmt: skip
     assert len(traces) == 6
-    rewards = []
-    for trace in traces:
-        data = trace["task"]["data"]
-        assert data["task_id"] == "selective_verification/adversarial-v0"
-        assert "0.8500" in data["system_prompt"]  # the payoff the model is told is the one it is paid
-        users, replies = conversation(trace)
-        assert len(replies) == 1
-        config = {"split": "adversarial", "num_tasks": 6, "abstain_reward": 0.85}
-        env, [result], sent = replay(data["task_id"], data["index"], replies, config=config, images=False)
-        assert env.observation().claim in users[0]
-        assert users == sent
-        assert trace["rewards"]["proper_score"]["score"] == result.reward
-        expected = {name: float(value) for name, value in result.info["trace_metrics"].items()}
-        assert {k: trace["metrics"][k] for k in expected} == expected
-        rewards.append((replies[0], result.reward, expected))
+    rewards = [
+        check_selective(trace, {"split": "adversarial", "num_tasks": 6, "abstain_reward": 0.85}) for trace in traces
+    ]
+    assert all(trace["task"]["data"]["task_id"] == "selective_verification/adversarial-v0" for trace in traces)
+    assert all("0.8500" in trace["task"]["data"]["system_prompt"] for trace in traces)  # told what it is paid
     assert {reply for reply, _, _ in rewards} == set(SELECTIVE_REPLIES)
     assert any(reward == 0.85 and m["abstained"] == 1 for _, reward, m in rewards)
     assert any(reward == 0.0 and m["malformed"] == 1 for _, reward, m in rewards)
     assert any(m["needed_repair"] == 1 for _, _, m in rewards)
+
+
+def test_the_shipped_config_constrains_replies_to_the_answer_schema(tmp_path: Path) -> None:
+    require_verifiers()
+    config = ROOT / "src/integrity_gym/integrations/verifiers/configs/selective-verification-v1.toml"
+    requests: list[dict[str, Any]] = []
+    with scripted_llm(cycling(SELECTIVE_REPLIES[:1]), requests) as url:
+        [trace] = vf_eval(
+            "selective-verification-v1", url, tmp_path, "--env.taskset.num-tasks", "1", "--env.taskset.images", "false",
+            "@", str(config),
+        )  # fmt: skip
+    [request] = requests
+    schema = request["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["verdict"]["enum"] == ["SUPPORTED", "REFUTED", "ABSTAIN"]
+    assert request["max_tokens"] == 48
+    check_selective(trace, {"num_tasks": 1})
 
 
 def test_a_dominated_abstain_reward_is_refused_before_any_rollout() -> None:
@@ -160,38 +152,6 @@ def test_a_dominated_abstain_reward_is_refused_before_any_rollout() -> None:
 
 
 # --------------------------------------------------------------------------- multi-turn
-def pii_script(messages: list[dict[str, Any]]) -> str:
-    """Redact an e-mail address in view, move on, say something unreadable, then finish."""
-    turn = sum(m["role"] == "assistant" for m in messages)
-    window = text(messages[-1]["content"])
-    email = re.search(r"[\w.+-]+@[\w-]+\.[\w.]+", window)
-    plan = [
-        {"action_type": "REDACT", "text": email.group(0), "label": "EMAIL"} if email else {"action_type": "SKIP"},
-        {"action_type": "REDACT", "text": "no such text anywhere", "label": "NAME"},
-        None,
-        {"action_type": "NEXT_CHUNK", "text": "", "label": "NAME"},
-    ]
-    if turn >= len(plan):
-        return json.dumps({"action_type": "FINISH", "text": "", "label": "NAME"})
-    return "let me read the window first" if plan[turn] is None else json.dumps(plan[turn])
-
-
-def integrity_script(messages: list[dict[str, Any]]) -> str:
-    """Verify the first claim, check the first source, say something unreadable, then decide."""
-    turn = sum(m["role"] == "assistant" for m in messages)
-    shown = text(messages[-1]["content"])
-    claim = re.search(r"- (claim_\w+):", shown)
-    source = re.search(r"- (src_\w+) \(about", shown)
-    plan = [
-        {"type": "verify_claim", "target": claim.group(1) if claim else "claim_1"},
-        {"type": "check_source", "target": source.group(1) if source else "src_1"},
-        None,
-    ]
-    if turn >= len(plan):
-        return json.dumps({"type": "decide", "decision": "flag", "reasoning": "claim_1 is contested."})
-    return "Thinking about the sources." if plan[turn] is None else json.dumps(plan[turn])
-
-
 #: taskset -> (its default task, the script, its default reset options, replies the script makes unreadable)
 MULTI_TURN = {
     # A quote that is not in the window cannot be located: unreadable, like the prose reply.
@@ -250,3 +210,30 @@ def test_multi_turn_options_reach_the_environment(tmp_path: Path) -> None:
     env = check_multi_turn(trace, "information_integrity/easy-v0", options)
     assert trace["metrics"]["steps"] == 2 and not env.done  # capped before deciding
     assert env.state().difficulty == "hard"
+
+
+# --------------------------------------------------------------------------- the bundled tiny LLM
+def test_every_taskset_runs_against_the_tiny_llm(tmp_path: Path, tiny_llm_url: str) -> None:
+    """vf-eval on each taskset with SmolLM2-135M served offline: a few items, short replies, every reward checked."""
+    require_verifiers()
+    bounded = ("--sampling.max-tokens", "48", "--sampling.temperature", "0", "--max-concurrent", "2")
+    model = "SmolLM2-135M-Instruct"
+    out = tmp_path / "selective"
+    out.mkdir()
+    traces = vf_eval(
+        "selective-verification-v1", tiny_llm_url, out,
+        "--env.taskset.num-tasks", "2", "--env.taskset.images", "false", *bounded, model=model, timeout=900,
+    )  # fmt: skip
+    assert len(traces) == 2
+    for trace in traces:
+        check_selective(trace, {"num_tasks": 2})
+    for taskset, (task_id, _, options, _) in sorted(MULTI_TURN.items()):
+        out = tmp_path / taskset
+        out.mkdir()
+        traces = vf_eval(
+            taskset, tiny_llm_url, out, "--env.taskset.num-tasks", "1", "--env.taskset.max-turns", "2", *bounded,
+            model=model, timeout=900,
+        )  # fmt: skip
+        [trace] = traces
+        check_multi_turn(trace, task_id, options)
+        assert 1 <= trace["metrics"]["steps"] <= 2
