@@ -115,3 +115,12 @@ def test_tier_separation_and_tier_table() -> None:
     assert judged["pairs"][0]["verdict"] == "ordered, not significant"
     table = tier_table(good)
     assert table["easy"]["tasks"] == 2 and table["easy"]["mean_score"] == pytest.approx(0.95)
+
+
+def test_a_task_without_per_episode_success_reports_no_success_rate(tmp_path: Path) -> None:
+    bench = BenchConfig.build(tasks="selective_verification/text*,information_integrity/easy*", agent="heuristic",
+                              episodes=2)  # fmt: skip
+    result = run_bench(bench=bench, out_dir=tmp_path)
+    assert result.summaries["selective_verification/text-v0"].success_rate is None
+    assert result.summaries["information_integrity/easy-v0"].success_rate is not None
+    assert result.tiers["medium"]["success_rate"] is None and result.tiers["easy"]["success_rate"] is not None

@@ -114,7 +114,7 @@ def print_summary(console: Console, result: RunResult) -> None:
         tiers = Table("tier", "tasks", "episodes", "mean grade", "success", "mean return", title="by tier")
         for tier, t in result.tiers.items():
             tiers.add_row(tier, str(t["tasks"]), str(t["episodes"]), f"{t['mean_score']:.3f}",
-                          f"{t['success_rate']:.0%}", f"{t['mean_return']:+.3f}")  # fmt: skip
+                          _f(t["success_rate"], ".0%"), f"{t['mean_return']:+.3f}")  # fmt: skip
         console.print(tiers)
     for env, sep in result.separation.items():
         colour = {True: "green", False: "yellow"}.get(sep["ok"], "default")

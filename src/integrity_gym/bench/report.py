@@ -365,8 +365,8 @@ def results_markdown(
                 cells.append("–")
             elif len(found) == 1:
                 s = found[0]
-                cells.append(f"{s['mean_score']:.3f} ± {_f(s.get('std_score'))} ({_f(s.get('success_rate'), '.0%')}, "
-                             f"n={s['episodes']})")  # fmt: skip
+                rate = "" if s.get("success_rate") is None else f"{_f(s['success_rate'], '.0%')}, "
+                cells.append(f"{s['mean_score']:.3f} ± {_f(s.get('std_score'))} ({rate}n={s['episodes']})")
             else:
                 means = [float(s["mean_score"]) for s in found]
                 mean = sum(means) / len(means)
@@ -377,7 +377,10 @@ def results_markdown(
         lines.append(f"| `{task_id}` | {entry.get('tier', '')} | {_f(entry.get('threshold'), '.2f')} | "
                      + " | ".join(cells) + " |")  # fmt: skip
     lines.append("")
-    lines.append("Cells: mean grade ± standard deviation over episodes (success rate against the threshold, episodes).")
+    lines.append(
+        "Cells: mean grade ± standard deviation over episodes (success rate against the threshold, episodes). "
+        "Selective verification has no per-episode success: its threshold applies to the task's mean grade."
+    )
     if references:
         lines.append(
             "Red team (`igym redteam`, [docs/redteam.md](docs/redteam.md)): *trivial floor* is the best of doing "

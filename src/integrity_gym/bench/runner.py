@@ -258,7 +258,7 @@ def summarize_records(spec: TaskSpec, records: Sequence[Mapping[str, Any]]) -> T
     return TaskSummary(
         episodes=n,
         mean_score=mean,
-        success_rate=_mean([float(bool(r["success"])) for r in done]),
+        success_rate=_mean([float(bool(r["success"])) for r in done]) if spec.env_class().episode_success else None,
         mean_return=_mean([float(r["total_return"]) for r in done]),
         metrics=metrics,
         tier=spec.tier,
@@ -285,11 +285,13 @@ def tier_table(summaries: Mapping[str, TaskSummary]) -> dict[str, dict[str, Any]
         if not rows:
             continue
         n = sum(s.episodes for s in rows)
+        # Tasks without per-episode success (success_rate None) count for nothing in the tier's rate.
+        rates = [(s.success_rate, s.episodes) for s in rows if s.success_rate is not None]
         out[tier] = {
             "tasks": len(rows),
             "episodes": n,
             "mean_score": math.fsum((s.mean_score or 0.0) * s.episodes for s in rows) / n,
-            "success_rate": math.fsum((s.success_rate or 0.0) * s.episodes for s in rows) / n,
+            "success_rate": math.fsum(r * k for r, k in rates) / sum(k for _, k in rates) if rates else None,
             "mean_return": math.fsum((s.mean_return or 0.0) * s.episodes for s in rows) / n,
         }
     return out
@@ -602,7 +604,7 @@ def summary_lines(
         )
     for tier, t in tiers.items():
         lines.append(
-            f"difficulty={tier} avg_score={t['mean_score']:.4f} success_rate={t['success_rate']:.4f} "
+            f"difficulty={tier} avg_score={t['mean_score']:.4f} success_rate={f(t['success_rate'])} "
             f"avg_return={t['mean_return']:.4f} n={t['episodes']}"
         )
     for env, sep in separation.items():

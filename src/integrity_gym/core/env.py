@@ -63,6 +63,9 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
     #: True when an unreadable action is the agent's final answer (recorded as malformed and
     #: paid, ending the episode) rather than a rejected step; ``check_env`` allows for it.
     malformed_action_ends_episode: ClassVar[bool] = False
+    #: False when no single episode can be a success (``Grade.success`` always false) and the
+    #: threshold applies to the task's mean grade: reports then show no success rate.
+    episode_success: ClassVar[bool] = True
     action_type: ClassVar[type[BaseModel]]
     observation_type: ClassVar[type[BaseModel]]
     state_type: ClassVar[type[BaseModel]]

@@ -58,6 +58,9 @@ class Grade(WireModel):
     """Final assessment of an episode."""
 
     score: float = Field(ge=0.0, le=1.0, description="Final score in [0, 1].")
-    success: bool = Field(description="True when score reaches the task's success threshold.")
+    success: bool = Field(
+        description="True when score reaches the task's success threshold (always false where the threshold "
+        "applies to the task's mean grade, as in selective verification)."
+    )
     threshold: float = Field(ge=0.0, le=1.0, description="The task's success threshold.")
     breakdown: dict[str, float] = Field(description="Per-dimension values behind the score.")

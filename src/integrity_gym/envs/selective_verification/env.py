@@ -147,6 +147,7 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
 
     env_name = "selective_verification"
     malformed_action_ends_episode = True
+    episode_success = False  # success is judged on the task's mean grade (see grader.py)
     action_help = (
         'Answer with JSON: {"verdict": "SUPPORTED" | "REFUTED" | "ABSTAIN", "confidence": 0.0-1.0}. '
         "confidence is your probability that the verdict is correct (ignored for ABSTAIN). "
