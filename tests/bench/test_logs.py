@@ -36,8 +36,10 @@ QUOTED = 'decide(flag) "quoted" and spaces'
     ids=["quoted", "equals", "unicode", "newline", "200", "201", "300", "301"],
 )
 def test_awkward_values_round_trip(value: str, action: str, error: str) -> None:
-    kind, fields = logs.parse_line(logs.step_line(3, value, -1.0, True, value))
+    line = logs.step_line(3, value, -1.0, True, value)
+    kind, fields = logs.parse_line(line)
     assert kind == "STEP"
+    assert "\\u" not in line  # non-ASCII text stays readable in the log
     assert fields == {"step": "3", "action": action, "reward": "-1.000", "done": "true", "error": error}
 
 
@@ -58,7 +60,16 @@ def test_episode_block_and_bad_input() -> None:
         "trajectory": [{"step": 1, "action_text": "RAW:oops", "reward": -1.0, "done": True, "error": "bad"}],
     }  # fmt: skip
     lines = logs.episode_block(record, "model")
-    assert [logs.parse_line(line)[0] for line in lines] == ["START", "STEP", "END"]
+    assert lines == [
+        "[START] task=t/a-v0 env=t model=model episode=0 seed=5",
+        "[STEP] step=1 action=RAW:oops reward=-1.000 done=true error=bad",
+        "[END] success=false steps=1 score=0.250 return=-1.000 rewards=-1.000",
+    ]
+    assert logs.episode_block({**record, "trajectory": [], "steps": 0, "error": "boom"}, "m")[-1] == (
+        "[END] success=false steps=0 score=0.250 return=-1.000 rewards=- error=boom"
+    )
+    # A line read back from a file keeps its newline; the parser drops it.
+    assert logs.parse_line(lines[0] + "\n") == logs.parse_line(lines[0])
     with pytest.raises(ValueError, match="not a run-log line"):
         logs.parse_line("hello")
     with pytest.raises(ValueError, match="kind"):
