@@ -91,12 +91,13 @@ KILLED = {"killed", "timeout", "caught by type check"}
 
 
 def where(path, name):
-    # The mutated line: the function's first line (found with ast) plus the offset in mutmut's diff.
+    # The mutated line: the function's first line (found with ast) plus the line's offset in mutmut's diff.
     part = re.sub(r"__mutmut_\d+$$", "", name.rsplit(".", 1)[1])
     cls, func = part.split("ǁ")[1:] if part.startswith("xǁ") else (None, part[2:])
     tree = ast.parse(pathlib.Path(path).read_text())
     scope = next((n.body for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), tree.body)
-    first = next(n.lineno for n in scope if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == func)
+    node = next(n for n in scope if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == func)
+    first = min([node.lineno] + [d.lineno for d in node.decorator_list])  # mutmut's diff starts at the decorators
     old, new, at, line = [], [], None, first - 1
     for row in get_diff_for_mutant(name, path=path).splitlines()[2:]:
         if row.startswith("@@"):
