@@ -86,18 +86,10 @@ def call(client: TestClient, method: str, path: str, operation: dict[str, Any], 
     return reply.status_code, reply.text.replace(session_id, "<session>")
 
 
-def shows_episode_id(cls: Any) -> bool:
-    """True when the environment's observation itself carries the episode id (see the test below)."""
-    return "episode_id" in cls.observation_type.model_fields
-
-
 def twin_state(state: Any, cls: Any, step: int) -> Any:
     """``state`` with every unseen truth altered, and another seed and episode id."""
     altered = cls.counterfactual(state, random.Random(f"server-hidden-truth/{step}"))
-    update: dict[str, Any] = {"seed": (state.seed or 0) + 1_000_003}
-    if not shows_episode_id(cls):
-        update["episode_id"] = f"{state.episode_id}-twin"
-    return altered.model_copy(update=update)
+    return altered.model_copy(update={"seed": (state.seed or 0) + 1_000_003, "episode_id": f"{state.episode_id}-twin"})
 
 
 def play(
@@ -194,20 +186,7 @@ def test_no_websocket_message_reveals_hidden_truth_before_the_end(client: TestCl
         play(env_name, open_pair, compare, step_both)
 
 
-def _episode_id_params() -> list[Any]:
-    params = []
-    for env_name in ENV_NAMES:
-        cls = next(s for s in SERVED if s.env == env_name).env_class()
-        marks = (
-            [pytest.mark.xfail(strict=True, reason="the observation carries episode_id, a hash of the seed")]
-            if shows_episode_id(cls)
-            else []
-        )
-        params.append(pytest.param(env_name, marks=marks))
-    return params
-
-
-@pytest.mark.parametrize("env_name", _episode_id_params())
+@pytest.mark.parametrize("env_name", ENV_NAMES)
 def test_no_reply_shows_the_seed_or_the_episode_id(client: TestClient, env_name: str) -> None:
     """The episode id is derived from the seed: with a seed below 2**31, a search over seeds finds it."""
     reply = client.post(f"/{env_name}/reset", json={})
