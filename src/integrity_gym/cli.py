@@ -213,6 +213,7 @@ def redteam(
     import json
 
     from integrity_gym.agents.redteam import redteam_json, redteam_markdown, run_redteam
+    from integrity_gym.core.seeding import data_mode
 
     if not list_tasks(tasks):
         raise _fail(f"no task matches {tasks!r}; see `igym list`")
@@ -225,6 +226,9 @@ def redteam(
         mark = "[green]yes[/green]" if r.held else "[red]NO[/red]"
         table.add_row(r.task_id, r.attack, f"{r.mean:.3f}", f"{r.limit:.3f}", f"{r.successes}/{r.episodes}", mark)
     console.print(table)
+    if data_mode() == "public":
+        console.print("public mode: the replay attack (wins by design without a secret) is not played; "
+                      "set IGYM_EVAL_SECRET to play it")  # fmt: skip
     if markdown is not None:
         markdown.parent.mkdir(parents=True, exist_ok=True)
         markdown.write_text(redteam_markdown(results, episodes=episodes, seed=seed))

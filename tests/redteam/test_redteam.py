@@ -5,14 +5,20 @@ from __future__ import annotations
 import pytest
 
 import integrity_gym
-from integrity_gym.agents.redteam import Attack, attacks_for, bar_for, run_attack
+from integrity_gym.agents.redteam import Attack, attacks_for, bar_for, run_attack, run_redteam
+from integrity_gym.core.seeding import EVAL_SECRET_ENV
 
 EPISODES = 20
 CASES = [(spec, attack) for spec in integrity_gym.list_tasks() for attack in attacks_for(spec.env)]
+SECRET = "a-long-enough-eval-secret-for-the-red-team"
 
 
 @pytest.mark.parametrize(("spec", "attack"), CASES, ids=[f"{s.id}:{a.name}" for s, a in CASES])
-def test_attack_stays_under_the_bar(spec: integrity_gym.TaskSpec, attack: Attack) -> None:
+def test_attack_stays_under_the_bar(
+    spec: integrity_gym.TaskSpec, attack: Attack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if attack.secret_only:  # the replay wins by design in public mode; the secret must stop it
+        monkeypatch.setenv(EVAL_SECRET_ENV, SECRET)
     result = run_attack(spec, attack, range(EPISODES))
     assert result.held, (
         f"{attack.name} on {spec.id}: mean {result.mean:.3f} (limit {result.limit:.3f}), "
@@ -24,3 +30,12 @@ def test_attack_stays_under_the_bar(spec: integrity_gym.TaskSpec, attack: Attack
 def test_every_environment_states_its_margin(env: str) -> None:
     bar = bar_for(env)
     assert 0 < bar.margin < 1 and "TODO" not in bar.why and len(bar.why) > 40
+
+
+def test_secret_only_attacks_are_played_only_with_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    task = "information_integrity/easy-v0"
+    public = {r.attack for r in run_redteam(task, episodes=1)}
+    monkeypatch.setenv(EVAL_SECRET_ENV, SECRET)
+    secret = {r.attack for r in run_redteam(task, episodes=1)}
+    replay = {a.name for a in attacks_for("information_integrity") if a.secret_only}
+    assert replay and not replay & public and replay <= secret

@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 
 import integrity_gym
+from integrity_gym.agents.redteam import run_attack
+from integrity_gym.agents.redteam.replay import REPLAY
 from integrity_gym.core.seeding import EVAL_SECRET_ENV, data_mode
 
 TASK_IDS = [spec.id for spec in integrity_gym.list_tasks()]
@@ -54,3 +56,11 @@ def test_data_mode_names_the_mode_without_the_secret(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv(EVAL_SECRET_ENV, "short")
     with pytest.raises(ValueError, match="at least 16 characters"):
         data_mode()
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_the_replay_attack_wins_in_public_mode_only(task_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = integrity_gym.get_spec(task_id)
+    assert run_attack(spec, REPLAY, [3]).mean == pytest.approx(1.0)
+    monkeypatch.setenv(EVAL_SECRET_ENV, SECRET)
+    assert run_attack(spec, REPLAY, [3]).mean < spec.success_threshold

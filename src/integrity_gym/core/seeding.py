@@ -21,6 +21,9 @@ import hashlib
 import hmac
 import os
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Literal
 
 import numpy as np
@@ -30,10 +33,27 @@ Partition = Literal["train", "eval"]
 #: Environment variable holding the eval secret; unset means public mode.
 EVAL_SECRET_ENV = "IGYM_EVAL_SECRET"
 _MIN_SECRET_CHARS = 16
+_PUBLIC_ONLY: ContextVar[bool] = ContextVar("integrity_gym_public_only", default=False)
+
+
+@contextmanager
+def public_derivation() -> Iterator[None]:
+    """Derive as in public mode inside this block, in this thread or task only.
+
+    It computes what an outsider with the code but not the secret can compute: the red team's
+    replay attack runs in the evaluator's process, where the secret is set.
+    """
+    token = _PUBLIC_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _PUBLIC_ONLY.reset(token)
 
 
 def eval_secret() -> bytes | None:
-    """The eval secret from ``IGYM_EVAL_SECRET``, or None in public mode."""
+    """The eval secret from ``IGYM_EVAL_SECRET``, or None in public mode (or in ``public_derivation``)."""
+    if _PUBLIC_ONLY.get():
+        return None
     value = os.environ.get(EVAL_SECRET_ENV, "")
     if not value:
         return None

@@ -1,4 +1,4 @@
-"""The red team's replay attack, and the generator's randomness under the eval secret."""
+"""The red team's attacks on pii_redaction, and the generator's randomness under the eval secret."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 
 import integrity_gym
 from integrity_gym.agents.redteam import bar_for
-from integrity_gym.agents.redteam.pii_redaction import BASE_ATTACKS, REPLAY
+from integrity_gym.agents.redteam.pii_redaction import ATTACKS
+from integrity_gym.agents.redteam.replay import REPLAY
 from integrity_gym.core.seeding import EVAL_SECRET_ENV
 from integrity_gym.envs.pii_redaction.generator import generate_document
 
@@ -27,7 +28,7 @@ def play_replay(task_id: str, seed: int) -> float:
 
 
 def test_the_red_team_names_every_required_attack() -> None:
-    names = {a.name for a in BASE_ATTACKS}
+    names = {a.name for a in ATTACKS}
     assert names >= {
         "do_nothing",
         "speaker_names",
@@ -38,7 +39,6 @@ def test_the_red_team_names_every_required_attack() -> None:
         "whole_window",
         "most_repeated_word",
     }
-    assert REPLAY not in BASE_ATTACKS
 
 
 @pytest.mark.parametrize("task_id", [EASY, HARD])
@@ -52,7 +52,7 @@ def test_replay_fails_under_the_eval_secret(task_id: str, monkeypatch: pytest.Mo
     monkeypatch.setenv(EVAL_SECRET_ENV, SECRET)
     limit = bar_for("pii_redaction").limit(integrity_gym.get_spec(task_id).success_threshold)
     assert play_replay(task_id, 5) <= limit
-    assert os.environ[EVAL_SECRET_ENV] == SECRET  # the attack hid the secret only while it generated
+    assert os.environ[EVAL_SECRET_ENV] == SECRET  # the attack derives publicly without touching the secret
 
 
 def test_the_secret_reaches_every_random_draw_of_the_generator(monkeypatch: pytest.MonkeyPatch) -> None:

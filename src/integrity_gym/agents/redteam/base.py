@@ -23,6 +23,9 @@ class Attack:
     #: A trivial floor (doing nothing, always abstaining, answering blind): reports show the best
     #: of these beside the baselines, as the score that needs no work at all.
     floor: bool = False
+    #: Wins by design in public mode, where anyone can rebuild an item from the code and a seed
+    #: (the replay attack): the red team plays it only with an eval secret set.
+    secret_only: bool = False
 
 
 @dataclass(frozen=True)

@@ -2,36 +2,25 @@
 
 Every attack sees only observations and the public code. Most of them share one skeleton
 (:class:`_Sprayer`): in each window, redact what a cheap rule points at, spread the step budget
-evenly over the windows still ahead, move on, and finish at the end of the document.
-
-The replay attack is different: it regenerates the document with the public generator by
-matching the first window against candidate seeds, then plays as the oracle would. Nothing in
-the environment can stop it while the generator's randomness is public; it fails only once the
-evaluation secret (``IGYM_EVAL_SECRET``, read by :mod:`integrity_gym.core.seeding`) keys every
-derivation, so it joins :data:`ATTACKS` only when that secret is in force. Every random draw of
-the generator, Faker's included, is seeded through ``derive_seed``/``make_rng``, so the secret
-reaches all of it.
+evenly over the windows still ahead, move on, and finish at the end of the document. The replay
+attack, which rebuilds documents from the public generator, is shared by every environment
+(``replay.py``); every random draw of the generator, Faker's included, is seeded through
+``derive_seed``/``make_rng``, so the eval secret reaches all of it.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import re
-import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from functools import lru_cache
+from collections.abc import Iterable
 from typing import Any
 
 from integrity_gym.agents.base import NoopAgent
 from integrity_gym.agents.heuristic.pii_redaction import HeuristicAgent
 from integrity_gym.agents.redteam.base import Attack, Bar
 from integrity_gym.core.registry import TaskSpec, make
-from integrity_gym.core.seeding import EVAL_SECRET_ENV, eval_secret, partition_of
-from integrity_gym.envs.pii_redaction.generator import document_id, generate_document
-from integrity_gym.envs.pii_redaction.models import Document, Label, RedactionAction, RedactionObservation
+from integrity_gym.envs.pii_redaction.models import Label, RedactionAction, RedactionObservation
 
 BAR = Bar(
     margin=0.1875,
@@ -223,87 +212,12 @@ class AllNamed:
         return action
 
 
-# ---------------------------------------------------------------------------- replay
-#: Seeds the replay attack tries (the benchmark and the red team use small seeds).
-REPLAY_SEEDS = range(64)
-
-
-_PUBLIC = threading.Lock()
-
-
-@contextmanager
-def _as_the_public() -> Iterator[None]:
-    """Run without the eval secret, as an attacker who has only the code would.
-
-    The attack runs in the evaluator's process, where the secret is set; hiding it for the
-    duration of one generator call is the only way to see what the public code produces.
-    """
-    with _PUBLIC:
-        hidden = os.environ.pop(EVAL_SECRET_ENV, None)
-        try:
-            yield
-        finally:
-            if hidden is not None:
-                os.environ[EVAL_SECRET_ENV] = hidden
-
-
-@lru_cache(maxsize=512)
-def _public_document(kind: str, seed: int) -> Document:
-    """The eval-partition document the environment would pick for ``seed``, from public code."""
-    index = 0
-    while partition_of(document_id(kind, seed, index)) != "eval":  # type: ignore[arg-type]
-        index += 1
-    with _as_the_public():
-        return generate_document(kind, seed, index)  # type: ignore[arg-type]
-
-
-class Replay:
-    """Rebuild the document from the public generator, then redact its gold like the oracle."""
-
-    def __init__(self, spec: TaskSpec, seed: int = 0) -> None:
-        self.kind = str(spec.config["kind"])
-        self.document: Document | None = None
-        self._done: set[tuple[int, int]] = set()
-
-    def _find(self, obs: RedactionObservation) -> Document | None:
-        for seed in REPLAY_SEEDS:
-            doc = _public_document(self.kind, seed)
-            if len(doc.text) == obs.document_length and doc.text.startswith(obs.visible_text):
-                return doc
-        return None
-
-    def act(self, observation: RedactionObservation) -> RedactionAction:
-        """Oracle moves on the rebuilt document; without one, finish at once."""
-        obs = observation
-        if obs.step_count == 0:
-            self.document, self._done = self._find(obs), set()
-        if self.document is None:
-            return RedactionAction(action_type="FINISH")
-        lo, hi = obs.cursor_position, obs.cursor_position + len(obs.visible_text)
-        right = False
-        for e in self.document.entities:
-            if (e.start, e.end) in self._done:
-                continue
-            if lo <= e.start and e.end <= hi:
-                self._done.add((e.start, e.end))
-                return RedactionAction(action_type="REDACT", start=e.start, end=e.end, label=e.label)
-            right = right or e.start >= lo
-        return RedactionAction(action_type="NEXT_CHUNK" if right and hi < obs.document_length else "FINISH")
-
-
 def _attack(name: str, description: str, cls: Any) -> Attack:
     return Attack(name, description, lambda spec, seed: cls(spec, seed))
 
 
-REPLAY = _attack(
-    "replay_public_generator",
-    "Regenerate the document from the public generator (first window against candidate seeds) and "
-    "redact its gold entities; fails only under an evaluation secret.",
-    Replay,
-)
-
-#: Attacks that must hold in public and secret mode alike.
-BASE_ATTACKS: tuple[Attack, ...] = (
+#: This environment's attacks (the replay attack every environment faces is in ``replay.py``).
+ATTACKS: tuple[Attack, ...] = (
     Attack(
         "do_nothing", "The environment's do-nothing action every step.", lambda spec, seed: NoopAgent(make(spec.id))
     ),
@@ -320,15 +234,3 @@ BASE_ATTACKS: tuple[Attack, ...] = (
     _attack("whole_window", "Redact every character of every window.", WholeWindow),
     _attack("most_repeated_word", "Redact every mention of the most repeated capitalised word.", MostRepeated),
 )
-
-
-#: The red team of this environment: the replay attack joins only when the eval secret is set,
-#: since without it the generator is public by design and the attack cannot fail.
-def _secret_mode() -> bool:
-    try:
-        return eval_secret() is not None
-    except ValueError:  # a too-short secret: the environment itself refuses it, with the reason
-        return False
-
-
-ATTACKS: tuple[Attack, ...] = BASE_ATTACKS + ((REPLAY,) if _secret_mode() else ())
