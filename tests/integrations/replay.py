@@ -27,7 +27,10 @@ def replay(
     options: Any = None,
     images: bool = True,
 ) -> tuple[Any, list[Any], list[str]]:
-    """Play ``replies`` in-process with the llm agent; return (env, step results, user messages sent)."""
+    """Play ``replies`` in-process with the llm agent; return (env, step results, messages sent).
+
+    The messages sent are the system prompt of the first request, then every request's user message.
+    """
     env = integrity_gym.make(task_id, **(config or {}))
     observation = env.reset(seed=seed, options=options)
     results = []
@@ -42,7 +45,8 @@ def replay(
             observation = result.observation
             if env.done:
                 break
-    sent = [text(request["messages"][-1]["content"]) for request in stub.requests]
+    sent = [text(stub.requests[0]["messages"][0]["content"])]
+    sent += [text(request["messages"][-1]["content"]) for request in stub.requests]
     return env, results, sent
 
 

@@ -9,6 +9,7 @@ busy cores (the wheels and the three images about 2-3, the stack about half a mi
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib.util
 import json
 import os
@@ -75,7 +76,13 @@ def image() -> str:
     require_service(_docker_ready(), "a docker daemon with docker-compose (apt-get install docker.io docker-compose)")
     has_base = subprocess.run(["docker", "image", "inspect", "igym-base:bookworm"], capture_output=True).returncode == 0
     require_service(has_base or shutil.which("debootstrap") is not None, "debootstrap, for the base image")
-    _run("make", "--no-print-directory", "image", f"PYTHON={sys.executable}", timeout=1800)
+    # Test workers (pytest-xdist) each get this fixture: one build at a time, as they share
+    # build/wheels; a later build reuses the earlier one's layers.
+    lock = ROOT / "build" / ".image.lock"
+    lock.parent.mkdir(exist_ok=True)
+    with lock.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        _run("make", "--no-print-directory", "image", f"PYTHON={sys.executable}", timeout=1800)
     return IMAGE
 
 

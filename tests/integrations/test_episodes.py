@@ -44,7 +44,7 @@ def test_an_episode_played_reply_by_reply_is_the_llm_agents_episode(task_id: str
     episode, shown, replies = play(task_id, seed, script, options)
     assert episode.done
     env, results, sent = replay(task_id, seed, replies, options=options)
-    assert shown == sent  # feedback after an unreadable reply included
+    assert [episode.system_prompt(), *shown] == sent  # feedback after an unreadable reply included
     assert episode.grade() == env.grade()
     assert episode.reward_sum == pytest.approx(sum(r.reward for r in results), abs=1e-12)
     metrics = episode.metrics()

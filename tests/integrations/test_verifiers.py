@@ -62,9 +62,9 @@ def vf_eval(
 
 
 def conversation(trace: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """The user messages and the assistant replies of a trace, in order."""
+    """The system and user messages, and the assistant replies, of a trace, in order."""
     messages = [node["message"] for node in trace["nodes"]]
-    users = [text(m["content"]) for m in messages if m["role"] == "user"]
+    users = [text(m["content"]) for m in messages if m["role"] in ("system", "user")]
     replies = [text(m["content"]) for m in messages if m["role"] == "assistant"]
     return users, replies
 
@@ -97,7 +97,7 @@ def check_selective(trace: dict[str, Any], config: dict[str, Any]) -> tuple[str,
     users, replies = conversation(trace)
     assert len(replies) == 1
     env, [result], sent = replay(data["task_id"], data["index"], replies, config=config, images=False)
-    assert env.observation().claim in users[0]
+    assert env.observation().claim in users[1]
     assert users == sent
     assert trace["rewards"]["proper_score"]["score"] == result.reward
     expected = {name: float(value) for name, value in result.info["trace_metrics"].items()}
@@ -177,7 +177,7 @@ def check_multi_turn(trace: dict[str, Any], task_id: str, options: dict[str, Any
     users, replies = conversation(trace)
     env, results, sent = replay(task_id, data["seed"], replies, options=options)
     assert len(results) == len(replies) == trace["metrics"]["steps"]
-    assert users == sent  # every observation worded as the llm agent words it, feedback included
+    assert users == sent  # the instructions and every observation as the llm agent words them, feedback included
     assert trace["rewards"]["grade"]["score"] == env.grade().score
     assert trace["metrics"]["step_reward_sum"] == pytest.approx(sum(r.reward for r in results), abs=1e-12)
     assert trace["metrics"]["finished"] == float(env.done)

@@ -19,12 +19,13 @@ least reliable thing small models do.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
-from integrity_gym.core.registry import get_spec, list_tasks
+from integrity_gym.core.registry import list_tasks
 from integrity_gym.integrations.verifiers.episodes import EnvEpisode
 
 try:
@@ -64,14 +65,15 @@ class EpisodeTasksetConfig(vf.TasksetConfig):
 
     @property
     def task_id(self) -> str:
-        """The integrity-gym task id the episodes are played on."""
+        """The integrity-gym task the episodes are played on: ``task_name``'s newest version, else the first task."""
         if not self.task_name:
             return list_tasks(f"{self.env_name}/*")[0].id
-        return (
-            f"{self.env_name}/{self.task_name}-v0"
-            if "-v" not in self.task_name
-            else f"{self.env_name}/{self.task_name}"
-        )
+        versioned = re.search(r"-v\d+$", self.task_name) is not None
+        matches = list_tasks(f"{self.env_name}/{self.task_name}" + ("" if versioned else "-v*"))
+        if not matches:
+            names = ", ".join(spec.id for spec in list_tasks(f"{self.env_name}/*"))
+            raise ValueError(f"task_name {self.task_name!r} is not a task of {self.env_name}; its tasks: {names}")
+        return max(matches, key=lambda spec: spec.version).id
 
     def reset_options(self) -> dict[str, Any]:
         """The environment's reset options (none unless a subclass declares them)."""
@@ -80,11 +82,7 @@ class EpisodeTasksetConfig(vf.TasksetConfig):
     @model_validator(mode="after")
     def _check_task(self) -> EpisodeTasksetConfig:
         if self.env_name:
-            try:
-                get_spec(self.task_id)
-            except (KeyError, ValueError) as exc:
-                names = ", ".join(spec.id for spec in list_tasks(f"{self.env_name}/*"))
-                raise ValueError(f"task_name {self.task_name!r} is not a task of {self.env_name}: {names}") from exc
+            _ = self.task_id  # an unknown task_name is refused when the configuration is read
         return self
 
 
@@ -92,30 +90,27 @@ class EpisodeTaskset(vf.Taskset[EpisodeTask, EpisodeTasksetConfig]):
     """One prompt-less task per seed; the environment opens each conversation."""
 
     def load(self) -> Iterator[EpisodeTask]:
-        """Yield the episodes, one per seed."""
+        """Yield the episodes, one per seed, with the ``llm`` agent's system prompt for each."""
         config = self.config
-        task_id = config.task_id
+        task_id, options = config.task_id, config.reset_options()
         for offset in range(config.num_tasks):
             seed = config.seed + offset
+            episode = EnvEpisode(task_id, seed=seed, options=options)
+            try:
+                system_prompt = episode.system_prompt()
+            finally:
+                episode.close()
             data = EpisodeData(
                 id=f"{task_id}@{seed}",
                 name=f"{task_id}#{seed}",
                 prompt=None,
-                system_prompt=get_system_prompt(task_id),
+                system_prompt=system_prompt,
                 task_id=task_id,
                 seed=seed,
-                options=config.reset_options(),
+                options=options,
                 max_turns=config.max_turns,
             )
             yield EpisodeTask(data, config.task)
-
-
-def get_system_prompt(task_id: str) -> str:
-    """The ``llm`` agent's instructions for ``task_id`` (the same for every episode of a task)."""
-    from integrity_gym.agents.prompts import get_adapter
-
-    spec = get_spec(task_id)
-    return get_adapter(spec).system(spec, None)
 
 
 class EpisodeEnvConfig(vf.EnvConfig):
