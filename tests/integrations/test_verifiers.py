@@ -91,12 +91,17 @@ def cycling(replies: tuple[str, ...]) -> Any:
     return script
 
 
-def check_selective(trace: dict[str, Any], config: dict[str, Any]) -> tuple[str, float, dict[str, float]]:
+def check_selective(
+    trace: dict[str, Any], config: dict[str, Any], images: bool = False
+) -> tuple[str, float, dict[str, float]]:
     """Assert the trace's reward and metrics are the in-process environment's; return (reply, reward, metrics)."""
     data = trace["task"]["data"]
     users, replies = conversation(trace)
     assert len(replies) == 1
-    env, [result], sent = replay(data["task_id"], data["index"], replies, config=config, images=False)
+    env, [result], sent = replay(data["task_id"], data["index"], replies, config=config, images=images)
+    if images:  # the picture went to the model as an image part, the same picture as in-process
+        [user] = [node["message"] for node in trace["nodes"] if node["message"]["role"] == "user"]
+        assert user["content"][1]["image_url"]["url"] == env.observation().image
     assert env.observation().claim in users[1]
     assert users == sent
     assert trace["rewards"]["proper_score"]["score"] == result.reward
@@ -107,16 +112,18 @@ def check_selective(trace: dict[str, Any], config: dict[str, Any]) -> tuple[str,
 
 def test_selective_verification_reward_is_the_environment_reward(tmp_path: Path) -> None:
     require_verifiers()
-    with scripted_llm(cycling(SELECTIVE_REPLIES)) as url:
+    requests: list[dict[str, Any]] = []
+    with scripted_llm(cycling(SELECTIVE_REPLIES), requests) as url:
         traces = vf_eval(
             "selective-verification-v1", url, tmp_path,
             "--env.taskset.split", "adversarial", "--env.taskset.task.abstain-reward", "0.85",
-            "--env.taskset.num-tasks", "6", "--env.taskset.images", "false", "--max-concurrent", "2",
+            "--env.taskset.num-tasks", "6", "--max-concurrent", "2",
         )  # fmt: skip
     assert len(traces) == 6
-    rewards = [
-        check_selective(trace, {"split": "adversarial", "num_tasks": 6, "abstain_reward": 0.85}) for trace in traces
-    ]
+    config = {"split": "adversarial", "num_tasks": 6, "abstain_reward": 0.85}
+    rewards = [check_selective(trace, config, images=True) for trace in traces]
+    pictures = [part for r in requests for part in r["messages"][-1]["content"] if part["type"] == "image_url"]
+    assert len(pictures) == 6 and all(p["image_url"]["url"].startswith("data:image/png;base64,") for p in pictures)
     assert all(trace["task"]["data"]["task_id"] == "selective_verification/adversarial-v0" for trace in traces)
     assert all("0.8500" in trace["task"]["data"]["system_prompt"] for trace in traces)  # told what it is paid
     assert {reply for reply, _, _ in rewards} == set(SELECTIVE_REPLIES)
