@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from integrity_gym.core.registry import TaskSpec
 
 
+#: Longest ``info["error"]`` a rejected action gets.
+MAX_ERROR_CHARS = 500
+
+
 class InvalidActionError(ValueError):
     """An action the environment cannot carry out; the message says what was wrong."""
 
@@ -114,7 +118,10 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
         try:
             parsed = self.parse_action(action)
         except InvalidActionError as exc:
-            return self._reject(action, str(exc))
+            message = str(exc)  # messages quote the action: a huge action must not make a huge reply
+            if len(message) > MAX_ERROR_CHARS:
+                message = message[: MAX_ERROR_CHARS - 1] + "…"
+            return self._reject(action, message)
         return self._step(parsed)
 
     def parse_action(self, action: Any) -> ActT:
@@ -126,6 +133,8 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
                 action = json.loads(action)
             except json.JSONDecodeError as exc:
                 raise InvalidActionError(f"action is not valid JSON: {exc.msg}") from exc
+            except RecursionError as exc:  # the parser recurses once per level of nesting
+                raise InvalidActionError("action is JSON nested too deeply to read; send a flat object") from exc
         if isinstance(action, BaseModel):
             action = action.model_dump()
         if not isinstance(action, Mapping):
