@@ -70,16 +70,24 @@ clean:
 	rm -rf $(VENV) outputs .mypy_cache .ruff_cache .pytest_cache
 
 # Mutation testing of the scoring code ([tool.mutmut] in pyproject.toml lists the modules; docs/mutation.md
-# says how to read it). MUTANTS narrows the run to mutant-name globs, e.g. MUTANTS='integrity_gym.core.spans*'.
+# says how to read it). MUTANTS narrows the run to mutant-name globs, e.g. MUTANTS='integrity_gym.core.spans*';
+# MUTATE_KEEP=1 keeps the previous run's mutants/ and results and adds to them.
 # A fresh mutants/ copy every time, so the run sees today's sources and tests. PYTHONPATH: subprocesses that
 # some tests start import this checkout's sources, not whatever the editable install points at. No pytest
 # plugin is autoloaded (none of these tests needs one; schemathesis' alone made each mutant twice as slow).
 MUTATE       := $(VENV)/.installed-mutate
 MUTATE_JOBS  ?= 2
 MUTANTS      ?=
+MUTATE_KEEP  ?=
+# A venv outside this checkout (VENV=/elsewhere/.venv, e.g. to measure an export of a commit) is never
+# reinstalled: that would move its editable install here, under whoever else is using it.
 $(MUTATE): pyproject.toml | $(BIN)/python
+ifeq ($(filter $(CURDIR)/%,$(abspath $(VENV))),)
+	@$(BIN)/python -c "import mutmut" || { echo "install the mutate extra into $(VENV) first"; exit 1; }
+else
 	$(BIN)/pip install --quiet -e '.[dev,mutate]'
 	touch $@ $(DEV) $(STAMP)
+endif
 
 define MUTATION_SUMMARY
 import ast, json, pathlib, re
@@ -135,7 +143,7 @@ endef
 export MUTATION_SUMMARY
 
 mutate: $(MUTATE)
-	rm -rf mutants
+	$(if $(MUTATE_KEEP),,rm -rf mutants)
 	PYTHONPATH=$(CURDIR)/src PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/mutmut run --max-children $(MUTATE_JOBS) $(MUTANTS)
 	@$(BIN)/python -c "$$MUTATION_SUMMARY"
 
