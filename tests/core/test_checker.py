@@ -1,8 +1,8 @@
 """check_env catches each broken promise: one toy environment per rule, each broken in exactly one way.
 
-Every test here would pass against a ``check_env`` that returned at once, were it not for
-``pytest.raises``; each message pattern names the rule, so a check that fires for the wrong
-reason fails too.
+A ``check_env`` that returned at once fails every test here that expects an error, and each
+expected message names its rule, so a check that fires for the wrong reason fails too. The
+mutants of ``core/checker.py`` this file kills are counted in docs/mutation.md.
 """
 
 from __future__ import annotations
