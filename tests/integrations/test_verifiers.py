@@ -244,3 +244,15 @@ def test_every_taskset_runs_against_the_tiny_llm(tmp_path: Path, tiny_llm_url: s
         [trace] = traces
         check_multi_turn(trace, task_id, options)
         assert 1 <= trace["metrics"]["steps"] <= 2
+
+
+def test_multi_turn_task_names_resolve_and_unknown_ones_are_refused() -> None:
+    require_verifiers()
+    from verifiers.v1 import resolve_env_config
+
+    config = resolve_env_config({"taskset": {"id": "pii-redaction-v1", "task_name": "security_logs_hard"}})
+    assert config.taskset.task_id == "pii_redaction/security_logs_hard-v0"
+    config = resolve_env_config({"taskset": {"id": "information-integrity-v1"}})
+    assert config.taskset.task_id == "information_integrity/easy-v0"
+    with pytest.raises(ValueError, match="'nope' is not a task of information_integrity; its tasks: information"):
+        resolve_env_config({"taskset": {"id": "information-integrity-v1", "task_name": "nope"}})

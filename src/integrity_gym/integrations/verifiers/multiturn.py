@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -57,7 +57,8 @@ class EpisodeTask(vf.Task[EpisodeData, vf.State, vf.TaskConfig]):
 class EpisodeTasksetConfig(vf.TasksetConfig):
     """Which episodes load (``--env.taskset.*``); subclasses set the environment and its options."""
 
-    env_name: str = Field("", description="The integrity-gym environment (set by each taskset).")
+    #: The integrity-gym environment (set by each taskset; not an option).
+    env_name: ClassVar[str] = ""
     task_name: str = Field("", description="Task of the environment, e.g. 'easy'; unset: its first task.")
     num_tasks: int = Field(20, ge=1, le=1_000_000, description="Episodes to build, seeds seed .. seed + num_tasks - 1.")
     seed: int = Field(0, ge=0, description="First reset seed.")
@@ -146,7 +147,7 @@ class EpisodeEnv(vf.Env[EpisodeEnvConfig]):
 class PiiRedactionConfig(EpisodeTasksetConfig):
     """``pii-redaction-v1`` (``--env.taskset.*``): task, episodes, and the reset options."""
 
-    env_name: str = "pii_redaction"
+    env_name: ClassVar[str] = "pii_redaction"
     source: Literal["generated", "gold"] = Field("generated", description="Generated documents or the gold set.")
     partition: Literal["train", "eval", "all"] = Field("eval", description="Partition of generated documents.")
 
@@ -166,7 +167,7 @@ class PiiRedactionEnv(EpisodeEnv):
 class InformationIntegrityConfig(EpisodeTasksetConfig):
     """``information-integrity-v1`` (``--env.taskset.*``): task, episodes, and the reset options."""
 
-    env_name: str = "information_integrity"
+    env_name: ClassVar[str] = "information_integrity"
     difficulty: Literal["easy", "medium", "hard"] | None = Field(
         None, description="Tier of the scenarios; unset keeps the task's own."
     )
