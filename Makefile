@@ -30,6 +30,11 @@ RESULTS_EPISODES ?= 20
 LLM_EPISODES     ?= 2
 LLM_MAX_STEPS    ?= 6
 LLM_SV_EPISODES  ?= 10
+# The red team runs under an eval secret so that the replay attack is played (in public mode it wins by
+# design). This secret is published on purpose: it only has to differ from what the attacker's code
+# derives, which never reads it; a real held-out evaluation keeps its own secret private.
+REDTEAM_EPISODES ?= 20
+REDTEAM_SECRET   ?= published-red-team-demonstration-secret
 RESULTS_NOTE := heuristic: the offline baseline agents, $(RESULTS_EPISODES) episodes per task. \
 llm: SmolLM2-135M-Instruct (Q4_1) served offline by llama.cpp; a 135M-parameter model answers near \
 chance, so its column shows the pipeline end to end, not a capability; it reads text only and is told so \
@@ -46,9 +51,11 @@ results: $(DEV)
 		--out outputs/results/smollm2
 	$(BIN)/igym bench --tasks 'selective_verification/*' --agent llm --local-llm --episodes $(LLM_SV_EPISODES) \
 		--seed $(SEED) --concurrency 2 --echo none --out outputs/results/smollm2-selective
+	IGYM_EVAL_SECRET='$(REDTEAM_SECRET)' $(BIN)/igym redteam --episodes $(REDTEAM_EPISODES) --seed $(SEED) \
+		--json outputs/results/redteam.json --markdown docs/redteam.md
 	$(BIN)/igym report outputs/results/heuristic outputs/results/smollm2 outputs/results/smollm2-selective \
 		--title 'integrity-gym results' --note '$(RESULTS_NOTE)' --out outputs/results/report \
-		--markdown docs/results.md --assets docs/results --readme README.md
+		--markdown docs/results.md --assets docs/results --readme README.md --redteam outputs/results/redteam.json
 
 lint: $(DEV)
 	$(BIN)/ruff check src tests benchmarks
