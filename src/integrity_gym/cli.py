@@ -5,23 +5,42 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Column, Table
 
 from integrity_gym.core.env import EpisodeFinishedError
 from integrity_gym.core.registry import list_tasks, make
 
 app = typer.Typer(help="integrity-gym: information-integrity environments for LLM agents.", no_args_is_help=True)
-# Piped output (logs, CI) gets a wide table instead of rich's 80-column default.
-console = Console(width=None if sys.stdout.isatty() else 160)
+# Rich's own width: the terminal's, or COLUMNS, or 80 when piped; every table is built to fit 80.
+console = Console()
 
 
 def _fail(message: str) -> typer.Exit:
-    console.print(f"[red]error:[/red] {message}")
+    # Escaped: an install hint such as integrity-gym[report] is not rich markup.
+    console.print(f"[red]error:[/red] {escape(message)}", highlight=False)
     return typer.Exit(code=2)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from integrity_gym import __version__
+
+        console.print(f"integrity-gym {__version__}", highlight=False)
+        raise typer.Exit
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """integrity-gym: information-integrity environments for LLM agents."""
 
 
 @app.command("list")
@@ -31,6 +50,11 @@ def list_command(pattern: Annotated[str, typer.Argument(help="Glob over task ids
     for spec in list_tasks(pattern):
         table.add_row(spec.id, spec.tier, f"{spec.success_threshold:.2f}", str(spec.max_steps), spec.description)
     console.print(table)
+
+
+HELP_WORDS = frozenset({"help", "?", "h"})
+QUIT_WORDS = frozenset({"quit", "exit", "q"})
+PLAY_KEYS = "(type an action; help or ? shows this again; quit ends the episode and shows the grade)"
 
 
 @app.command()
@@ -44,8 +68,9 @@ def play(
     except (KeyError, ValueError) as exc:
         raise _fail(str(exc.args[0] if exc.args else exc)) from exc
     env.reset(seed=seed)
-    console.print(f"[bold]{env.spec.id}[/bold]: {env.spec.description}")
-    console.print(env.action_help)
+    console.print(f"[bold]{env.spec.id}[/bold]: {escape(env.spec.description)}")
+    console.print(env.action_help, markup=False, highlight=False)
+    console.print(PLAY_KEYS, highlight=False)
     total = 0.0
     while not env.done:
         console.print(env.render(), markup=False, highlight=False)
@@ -56,8 +81,12 @@ def play(
             break
         if not line:
             continue
-        if line in {"quit", "exit"}:
+        if line.lower() in QUIT_WORDS:
             break
+        if line.lower() in HELP_WORDS:  # a request for help is never played as an action
+            console.print(env.action_help, markup=False, highlight=False)
+            console.print(PLAY_KEYS, highlight=False)
+            continue
         try:
             result = env.step(line)
         except EpisodeFinishedError as exc:
@@ -76,10 +105,26 @@ def play(
 @app.command()
 def bench(
     tasks: Annotated[str, typer.Option(help="Glob (or comma-separated globs) over task ids.")] = "*",
-    agent: Annotated[str, typer.Option(help="Agent: heuristic, random, oracle, noop, llm (or an env's own).")] = (
-        "heuristic"
-    ),
-    episodes: Annotated[int, typer.Option(min=1, help="Episodes per task.")] = 5,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            help="Agent: heuristic, random, oracle, noop, llm, an env's own or an attack [default: "
+            "heuristic, or llm with --model/--base-url]."
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="Model for --agent llm (overrides MODEL_NAME).")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible endpoint for --agent llm (overrides API_BASE_URL).")
+    ] = None,
+    temperature: Annotated[
+        float | None, typer.Option(min=0.0, max=2.0, help="Sampling temperature (overrides TEMPERATURE).")
+    ] = None,
+    episodes: Annotated[int, typer.Option(min=1, help="Episodes (items) per task.")] = 5,
+    epochs: Annotated[
+        int, typer.Option(min=1, help="Play every item this many times: pass@k and per-item spread.")
+    ] = 1,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the first episode; episode i uses seed + i.")] = 0,
     seeds: Annotated[str | None, typer.Option(help="Explicit comma-separated episode seeds (overrides).")] = None,
     partition: Annotated[str, typer.Option(help="Items from: eval, train, all, or default (the env's).")] = "eval",
@@ -87,7 +132,14 @@ def bench(
     server: Annotated[str | None, typer.Option(help="Play against a running `igym serve` at this URL.")] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes played at once.")] = 1,
     config: Annotated[list[str] | None, typer.Option(help="Env config override KEY=VALUE (JSON value).")] = None,
+    max_failures: Annotated[
+        int, typer.Option(min=0, help="Failed episodes tolerated before the run fails (exit 1).")
+    ] = 0,
     out: Annotated[Path | None, typer.Option(help="Run folder (default outputs/<run-id>).")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the run already in --out.")] = False,
+    resume: Annotated[
+        Path | None, typer.Option(help="Finish the run in this folder: play only missing or failed episodes.")
+    ] = None,
     db: Annotated[Path, typer.Option(help="SQLite results database.")] = Path("outputs/results.sqlite"),
     no_db: Annotated[bool, typer.Option("--no-db", help="Do not record the run in the database.")] = False,
     echo: Annotated[str, typer.Option(help="Log lines shown: none, end (one per episode), all.")] = "end",
@@ -98,13 +150,16 @@ def bench(
         bool, typer.Option("--local-llm", help="Serve the bundled tiny SmolLM2 on 127.0.0.1 for --agent llm.")
     ] = False,
 ) -> None:
-    """Run an agent over tasks: progress, [START]/[STEP]/[END] log, summary tables, a run folder."""
+    """Run an agent over tasks: progress, [START]/[STEP]/[END] log, summary tables, a run folder.
+
+    Exit status: 0 when every episode finished (or no more failed than --max-failures), 1 when the
+    run failed, 2 when it could not start (nothing is played or written then), 130 on Ctrl-C.
+    """
     import contextlib
     import json
-    import os
 
     from integrity_gym.bench.display import LiveProgress, print_summary
-    from integrity_gym.bench.runner import BenchConfig, run_bench
+    from integrity_gym.bench.runner import BenchConfig, resume_bench, run_bench
 
     if echo not in ("none", "end", "all"):
         raise _fail(f"--echo must be none, end or all, not {echo!r}")
@@ -121,6 +176,13 @@ def bench(
         seed_list = tuple(int(s) for s in seeds.split(",") if s.strip()) if seeds else None
     except ValueError:
         raise _fail(f"--seeds takes comma-separated whole numbers, got {seeds!r}") from None
+    given: dict[str, Any] = {"model_name": model, "api_base_url": base_url, "temperature": temperature}
+    llm_options = {k: v for k, v in given.items() if v is not None}
+    agent = agent or ("llm" if llm_options or local_llm else "heuristic")
+    if llm_options and agent != "llm":
+        raise _fail(f"--model, --base-url and --temperature are for --agent llm, not {agent!r}")
+    if resume is not None:
+        local_llm = _resumed_local_llm(resume)
     stack = contextlib.ExitStack()
     with stack:
         llm_settings = None
@@ -129,37 +191,49 @@ def bench(
                 from integrity_gym.bench.local_llm import MODEL_NAME, local_llm_server
 
                 base = stack.enter_context(local_llm_server())
-                os.environ["MODEL_NAME"] = MODEL_NAME
-                os.environ["API_BASE_URL"] = base
+                llm_options.update(model_name=MODEL_NAME, api_base_url=base)
                 # A 135M model on two shared cores: patient requests, short replies.
                 os.environ.setdefault("REQUEST_TIMEOUT_S", "300")
                 os.environ.setdefault("LLM_MAX_TOKENS", "200")
-            if agent == "llm":
+            if agent == "llm" and resume is None:
                 from integrity_gym.agents.llm import LLMSettings
 
-                llm_settings = LLMSettings.from_env()
-            options = BenchConfig.build(
-                tasks=tasks, agent=agent, episodes=len(seed_list) if seed_list else episodes, seed=seed,
-                seeds=seed_list, partition=None if partition == "default" else partition, max_steps=max_steps,
-                server=server, concurrency=concurrency, env_config=env_config, keep_observations=not no_observations,
-                local_llm=local_llm,
-            )  # fmt: skip
-            model = llm_settings.model_name if llm_settings else agent
-            with LiveProgress(console, echo=echo, model=model) as live:  # type: ignore[arg-type]
-                result = run_bench(
-                    bench=options, out_dir=out, db_path=None if no_db else db, llm_settings=llm_settings,
-                    progress=live, command=" ".join(["igym", *sys.argv[1:]]),
+                llm_settings = LLMSettings.from_env(None, **llm_options)
+            database = None if no_db else db
+            command = " ".join(["igym", *sys.argv[1:]])
+            if resume is not None:
+                with LiveProgress(console, echo=echo, model="") as live:  # type: ignore[arg-type]
+                    result = resume_bench(resume, db_path=database, progress=live)
+            else:
+                options = BenchConfig.build(
+                    tasks=tasks, agent=agent, episodes=len(seed_list) if seed_list else episodes, seed=seed,
+                    seeds=seed_list, epochs=epochs, partition=None if partition == "default" else partition,
+                    max_steps=max_steps, server=server, concurrency=concurrency, env_config=env_config,
+                    keep_observations=not no_observations, local_llm=local_llm, max_failures=max_failures,
                 )  # fmt: skip
+                shown = llm_settings.model_name if llm_settings else agent
+                with LiveProgress(console, echo=echo, model=shown) as live:  # type: ignore[arg-type]
+                    result = run_bench(bench=options, out_dir=out, db_path=database, llm_settings=llm_settings,
+                                       progress=live, command=command, overwrite=overwrite)  # fmt: skip
         except (ValueError, RuntimeError, ImportError) as exc:
             raise _fail(str(exc)) from exc
-    wide = console if console.is_terminal else Console(width=200)
-    print_summary(wide, result)
+    print_summary(console, result)
     if not no_db:
-        wide.print(f"recorded run {result.run_id} in {db}")
+        console.print(f"recorded run {result.run_id} in {db}", highlight=False)
     if result.status == "interrupted":
         raise typer.Exit(code=130)
-    if result.records and all(r["error"] for r in result.records):
+    if result.status != "complete":
         raise typer.Exit(code=1)
+
+
+def _resumed_local_llm(folder: Path) -> bool:
+    """Whether the run to resume played the bundled tiny model (then it is served again)."""
+    import json
+
+    try:
+        return bool(json.loads((folder / "config.json").read_text())["bench"].get("local_llm"))
+    except (OSError, ValueError, KeyError):
+        return False  # resume_bench explains what is wrong with the folder
 
 
 @app.command()
@@ -249,11 +323,12 @@ def runs(
         "outputs/results.sqlite"
     ),
     tasks: Annotated[str, typer.Option(help="Glob over task ids to compare.")] = "*",
-    last: Annotated[int, typer.Option(min=1, help="Show the newest N runs.")] = 10,
+    last: Annotated[int, typer.Option(min=1, help="Show the newest N runs.")] = 5,
 ) -> None:
-    """Compare recorded runs: mean grade per task (columns) for each run and model (rows)."""
+    """Compare recorded runs: a table of runs (numbered), then mean grade per task for each run number."""
     import fnmatch
 
+    from integrity_gym.bench.display import runs_tables
     from integrity_gym.bench.results import ResultsDB
 
     if not db.is_file():
@@ -264,20 +339,8 @@ def runs(
             recorded = [run for run in results.runs() if any(r["run_id"] == run["run_id"] for r in rows)][:last]
     except ValueError as exc:
         raise _fail(str(exc)) from exc
-    task_ids = list(dict.fromkeys(r["task_id"] for r in rows))
-    short = [f"{t.split('/')[0].split('_')[0]}/{t.split('/', 1)[1]}" for t in task_ids]
-    table = Table("run", "agent / model", "status", *short, title=f"mean grade per task, {db}")
-    for run in recorded:
-        cells = {r["task_id"]: r for r in rows if r["run_id"] == run["run_id"]}
-        shown = [
-            "-"
-            if (c := cells.get(t)) is None or c["mean_score"] is None
-            else f"{c['mean_score']:.3f} n={c['episodes']}"
-            for t in task_ids
-        ]
-        who = run["agent"] if run["model"] == run["agent"] else f"{run['agent']} / {run['model']}"
-        table.add_row(run["run_id"], who, run["status"], *shown)
-    (console if console.is_terminal else Console(width=200)).print(table)
+    for table in runs_tables(recorded, rows, width=console.width):
+        console.print(table)
 
 
 @app.command()

@@ -30,8 +30,9 @@ def completion(content: str, prompt_tokens: int = 11, completion_tokens: int = 7
     }
 
 
-def error(status: int, message: str) -> tuple[int, dict[str, Any]]:
-    return status, {"error": {"code": status, "message": message, "type": "server_error"}}
+def error(status: int, message: str, headers: dict[str, str] | None = None) -> tuple[Any, ...]:
+    body = {"error": {"code": status, "message": message, "type": "server_error"}}
+    return (status, body) if headers is None else (status, body, headers)
 
 
 class Stub:
@@ -55,9 +56,11 @@ def openai_stub(script: list[Any]) -> Iterator[tuple[str, Stub]]:
             if step[0] == "sleep":
                 time.sleep(step[1])
                 step = completion("{}")
-            status, payload = step
+            status, payload, *extra = step
             data = json.dumps(payload).encode()
             self.send_response(status)
+            for name, value in (extra[0] if extra else {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

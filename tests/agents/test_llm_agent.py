@@ -86,6 +86,22 @@ def test_transient_errors_are_retried_then_fail_the_episode_clearly() -> None:
         assert len(stub.requests) == 1  # not transient: no retry
 
 
+def test_retries_are_the_sdks_own_and_honour_retry_after() -> None:
+    env = make("selective_verification/text-v0")
+    obs = env.reset(seed=0)
+    good = completion('{"verdict": "SUPPORTED", "confidence": 0.8}')
+    with openai_stub([error(429, "slow down", {"Retry-After": "0"}), good]) as (url, stub):
+        agent = LLMAgent(env, 0, settings=settings(url, retries=1))
+        agent.act(obs)
+        assert agent.pop_step_record()["attempts"] == 2 and len(stub.requests) == 2
+    # A server asking to wait an hour is not hammered: the SDK gives up at once (a hand-written
+    # back-off loop retried regardless).
+    with openai_stub([error(429, "come back later", {"Retry-After": "3600"}), good]) as (url, stub):
+        with pytest.raises(LLMCallError, match="429"):
+            LLMAgent(env, 0, settings=settings(url, retries=3)).act(obs)
+        assert len(stub.requests) == 1
+
+
 def test_an_endpoint_without_json_schema_or_images_is_asked_again_more_simply() -> None:
     env = make("selective_verification/balanced-v0")
     obs = env.reset(seed=1)
@@ -95,7 +111,7 @@ def test_an_endpoint_without_json_schema_or_images_is_asked_again_more_simply() 
         completion('Answer: {"verdict": "REFUTED", "confidence": 0.75}'),
     ]
     with openai_stub(script) as (url, stub):
-        agent = LLMAgent(env, 0, settings=settings(url))
+        agent = LLMAgent(env, 0, settings=settings(url, retries=0))  # llama.cpp refuses images with a 500
         agent.act(obs)
         record = agent.pop_step_record()
     first, second, third = stub.requests

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from integrity_gym.bench import logs
+from integrity_gym.bench.records import EpisodeRecord, StepRecord
 
 
 def test_lines_have_the_reference_shape() -> None:
@@ -54,18 +55,18 @@ def test_failed_episode_end_line_carries_the_error_and_nulls() -> None:
 
 
 def test_episode_block_and_bad_input() -> None:
-    record = {
-        "task_id": "t/a-v0", "env": "t", "index": 0, "seed": 5, "success": False, "steps": 1, "score": 0.25,
-        "total_return": -1.0,
-        "trajectory": [{"step": 1, "action_text": "RAW:oops", "reward": -1.0, "done": True, "error": "bad"}],
-    }  # fmt: skip
+    record = EpisodeRecord(
+        task_id="t/a-v0", env="t", tier="easy", index=0, seed=5, agent="a", threshold=0.5, success=False, steps=1,
+        score=0.25, total_return=-1.0,
+        trajectory=[StepRecord(step=1, action="oops", action_text="RAW:oops", reward=-1.0, done=True, error="bad")],
+    )  # fmt: skip
     lines = logs.episode_block(record, "model")
     assert lines == [
         "[START] task=t/a-v0 env=t model=model episode=0 seed=5",
         "[STEP] step=1 action=RAW:oops reward=-1.000 done=true error=bad",
         "[END] success=false steps=1 score=0.250 return=-1.000 rewards=-1.000",
     ]
-    assert logs.episode_block({**record, "trajectory": [], "steps": 0, "error": "boom"}, "m")[-1] == (
+    assert logs.episode_block(record.model_copy(update={"trajectory": [], "steps": 0, "error": "boom"}), "m")[-1] == (
         "[END] success=false steps=0 score=0.250 return=-1.000 rewards=- error=boom"
     )
     # A line read back from a file keeps its newline; the parser drops it.

@@ -5,16 +5,17 @@ from pathlib import Path
 
 import pytest
 
+from integrity_gym.bench.records import EpisodeRecord, TaskSummary, Usage
 from integrity_gym.bench.results import ResultsDB
 
 
-def record(task: str, index: int, score: float | None, error: str | None = None) -> dict:
-    return {
-        "task_id": task, "env": task.split("/")[0], "tier": "easy", "index": index, "seed": 10 + index,
-        "score": score, "success": None if score is None else score >= 0.5, "total_return": 1.5, "steps": 3,
-        "truncated": False, "error": error, "usage": {"prompt_tokens": 100, "completion_tokens": 20, "latency_s": 0.5},
-        "grade": None if score is None else {"breakdown": {"f1": score}},
-    }  # fmt: skip
+def record(task: str, index: int, score: float | None, error: str | None = None) -> EpisodeRecord:
+    return EpisodeRecord(
+        task_id=task, env=task.split("/")[0], tier="easy", index=index, seed=10 + index, agent="llm", threshold=0.5,
+        score=score, success=None if score is None else score >= 0.5, total_return=1.5, steps=3, error=error,
+        usage=Usage(prompt_tokens=100, completion_tokens=20, latency_s=0.5),
+        grade=None if score is None else {"breakdown": {"f1": score}},
+    )  # fmt: skip
 
 
 def test_a_run_its_episodes_and_summaries_round_trip(tmp_path: Path) -> None:
@@ -24,8 +25,8 @@ def test_a_run_its_episodes_and_summaries_round_trip(tmp_path: Path) -> None:
                      command="igym bench", out_dir="outputs/r1", config={"x": 1})  # fmt: skip
         db.add_episode("r1", record("e/a-v0", 0, 0.75))
         db.add_episode("r1", record("e/a-v0", 1, None, "RuntimeError: boom"))
-        summary = {"tier": "easy", "episodes": 1, "failed": 1, "mean_score": 0.75, "std_score": None,
-                   "success_rate": 1.0, "mean_return": 1.5, "threshold": 0.5, "metrics": {"m": None}}  # fmt: skip
+        summary = TaskSummary(tier="easy", episodes=1, failed=1, mean_score=0.75, success_rate=1.0, mean_return=1.5,
+                              threshold=0.5, metrics={"m": None})  # fmt: skip
         db.finish_run("r1", status="complete", finished_at="2026-01-01T00:01:00", summaries={"e/a-v0": summary})
     with ResultsDB(path) as db:  # reopened: everything persisted
         (run,) = db.runs()
@@ -36,6 +37,9 @@ def test_a_run_its_episodes_and_summaries_round_trip(tmp_path: Path) -> None:
         (row,) = db.task_summaries("r1")
         assert row["mean_score"] == 0.75 and row["agent"] == "llm"
         assert db.task_summaries("other") == []
+        # The failed episode played again (a resume) is counted once, as done.
+        db.add_episode("r1", record("e/a-v0", 1, 0.5))
+        assert (db.runs()[0]["episodes_done"], db.runs()[0]["episodes_failed"]) == (2, 0)
         # Recording the same run id again replaces it.
         db.start_run("r1", created_at="2026-01-02T00:00:00", agent="heuristic", model="heuristic", tasks=[],
                      command="c", out_dir="o", config={})  # fmt: skip

@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from integrity_gym.bench import logs
+from integrity_gym.bench import logs, runner
+from integrity_gym.bench.records import TaskSummary
 from integrity_gym.bench.results import ResultsDB
-from integrity_gym.bench.runner import BenchConfig, TaskSummary, run_bench, tier_separation, tier_table
+from integrity_gym.bench.runner import BenchConfig, SetupError, run_bench, tier_separation, tier_table
 
 
 def test_a_run_writes_every_artifact_and_the_database_row(tmp_path: Path) -> None:
@@ -57,21 +59,52 @@ def test_a_run_writes_every_artifact_and_the_database_row(tmp_path: Path) -> Non
         assert len(db.episodes(result.run_id)) == len(records) and len(db.task_summaries(result.run_id)) == 4
 
 
-def test_a_failing_episode_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
-    # information_integrity refuses a pii-only config key; pii_redaction accepts it.
+class _BreaksOnSeed:
+    """Plays like the heuristic, except that it raises on one seed."""
+
+    def __init__(self, inner: Any, seed: int) -> None:
+        self.inner, self.seed = inner, seed
+
+    def act(self, observation: Any) -> Any:
+        if self.seed == 1:
+            raise RuntimeError("agent broke on seed 1")
+        return self.inner.act(observation)
+
+
+def test_a_failing_episode_is_recorded_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = runner.build_agent
+    monkeypatch.setattr(
+        runner, "build_agent", lambda name, env, seed, llm=None: _BreaksOnSeed(real(name, env, seed), seed)
+    )
     bench = BenchConfig.build(tasks="pii_redaction/gdpr*,information_integrity/easy*", agent="heuristic",
-                              episodes=2, env_config={"window_size": 300}, max_steps=3)  # fmt: skip
+                              episodes=2, env_config={}, max_steps=3)  # fmt: skip
     result = run_bench(bench=bench, out_dir=tmp_path)
-    failed = [r for r in result.records if r["error"]]
-    assert len(failed) == 2 and all(r["task_id"] == "information_integrity/easy-v0" for r in failed)
-    assert "window_size" in failed[0]["error"] and "Traceback" in failed[0]["traceback"]
+    failed = [r for r in result.records if r.error]
+    assert len(failed) == 2 and all(r.seed == 1 for r in failed)
+    assert "agent broke" in failed[0].error and "Traceback" in (failed[0].traceback or "")
     pii = result.summaries["pii_redaction/gdpr_contract_easy-v0"]
-    assert pii.episodes == 2 and pii.failed == 0 and pii.truncated == 2 and pii.mean_steps == 3
-    broken = result.summaries["information_integrity/easy-v0"]
-    assert broken.episodes == 0 and broken.failed == 2 and broken.mean_score is None
-    assert result.records[-1]["reset_observation"]["window_size"] == 300
+    assert pii.episodes == 1 and pii.failed == 1 and pii.truncated == 1 and pii.mean_steps == 3
+    # Failures beyond --max-failures (0 by default) fail the run; allowing them completes it.
+    assert result.status == "failed" and json.loads((tmp_path / "summary.json").read_text())["status"] == "failed"
     end = (tmp_path / "run.log").read_text().splitlines()
-    assert any(line.startswith("[END]") and "window_size" in line for line in end)
+    assert any(line.startswith("[END]") and "agent broke" in line for line in end)
+    allowed = run_bench(bench=bench.model_copy(update={"max_failures": 2}), out_dir=tmp_path / "b")
+    assert allowed.status == "complete" and allowed.failed == 2
+    strict = run_bench(bench=bench.model_copy(update={"max_failures": 1}), out_dir=tmp_path / "c")
+    assert strict.status == "failed"
+
+
+def test_a_failing_summarize_fails_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from integrity_gym.envs.information_integrity.env import InformationIntegrityEnv
+
+    def broken(cls: Any, grades: Any) -> Any:
+        raise ZeroDivisionError("metric bug")
+
+    monkeypatch.setattr(InformationIntegrityEnv, "summarize", classmethod(broken))
+    result = run_bench(bench=BenchConfig.build(tasks="information_integrity/easy*", episodes=2), out_dir=tmp_path)
+    summary = result.summaries["information_integrity/easy-v0"]
+    assert result.status == "failed" and summary.summary_error == "ZeroDivisionError: metric bug"
+    assert summary.episodes == 2 and summary.mean_score is not None  # the grades themselves are kept
 
 
 def test_options_are_validated_with_clear_messages() -> None:
@@ -79,7 +112,7 @@ def test_options_are_validated_with_clear_messages() -> None:
         BenchConfig.build(episodes=0)
     with pytest.raises(ValueError, match="seeds"):
         BenchConfig.build(seeds=(1, 1))
-    with pytest.raises(ValueError, match="no task matches"):
+    with pytest.raises(SetupError, match="no task matches"):
         run_bench(bench=BenchConfig.build(tasks="nothing/*"))
     assert BenchConfig.build(seeds=(9, 3)).seed_list() == [9, 3]
 

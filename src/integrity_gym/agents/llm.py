@@ -2,7 +2,7 @@
 
 Settings come from the environment variables the reference documents name (``API_BASE_URL``,
 ``MODEL_NAME``, ``HF_TOKEN`` or ``OPENAI_API_KEY``, ``TEMPERATURE``, ``OPENAI_SEED``,
-``REQUEST_TIMEOUT_S``, ``INFERENCE_MAX_STEPS``; retries with ``OPENAI_MAX_RETRIES``, and
+``REQUEST_TIMEOUT_S``, ``INFERENCE_MAX_STEPS``; the SDK's own retries, ``OPENAI_MAX_RETRIES``, and
 ``LLM_MAX_TOKENS``, ``LLM_RESPONSE_FORMAT``, ``LLM_IMAGES`` for the rest). Each step sends the
 environment's prompt (``agents/prompts``) and asks for a schema-constrained JSON action through
 ``response_format``; an endpoint that refuses the schema is asked for plain JSON, then for plain
@@ -110,7 +110,11 @@ class LLMSettings(BaseModel):
 
 
 def make_client(settings: LLMSettings) -> Any:
-    """An ``openai.OpenAI`` client for ``settings`` (our own retry loop replaces the SDK's)."""
+    """An ``openai.OpenAI`` client for ``settings``.
+
+    Transient failures (connection, timeout, 408, 409, 429, 5xx) are retried by the SDK itself,
+    ``settings.retries`` times with exponential back-off that honours ``Retry-After``.
+    """
     try:
         from openai import OpenAI
     except ImportError as exc:  # pragma: no cover - depends on the install
@@ -119,7 +123,7 @@ def make_client(settings: LLMSettings) -> Any:
         base_url=settings.api_base_url,
         api_key=settings.api_key or "no-key",
         timeout=settings.timeout_s,
-        max_retries=0,
+        max_retries=settings.retries,
     )
 
 
@@ -218,19 +222,19 @@ class LLMAgent:
         from openai import APIConnectionError, APIStatusError, APITimeoutError
 
         attempts = 0
-        failures = 0
         while True:
-            attempts += 1
             kwargs = self._request(system, user, observation)
             try:
-                response = self._client.chat.completions.create(**kwargs)
+                raw = self._client.chat.completions.with_raw_response.create(**kwargs)
+                attempts += 1 + raw.retries_taken
+                response = raw.parse()
             except (APITimeoutError, APIConnectionError) as exc:
-                failures += 1
-                if failures > self.settings.retries:
-                    raise LLMCallError(f"{self.settings.api_base_url}: {type(exc).__name__}: {exc}") from exc
-                time.sleep(min(8.0, 0.5 * 2 ** (failures - 1)))
-                continue
+                raise LLMCallError(
+                    f"{self.settings.api_base_url}: {type(exc).__name__} after {self.settings.retries} retries: {exc}"
+                ) from exc
             except APIStatusError as exc:
+                attempts += 1
+                # The endpoint works but refuses a feature: ask again more simply.
                 if not isinstance(user, str) and _is_image_refusal(exc):
                     self._images = False
                     user = self.adapter.text_only(observation) or _text_of(user)
@@ -238,11 +242,6 @@ class LLMAgent:
                 if exc.status_code in (400, 422) and self._format != "none" and _is_format_refusal(exc):
                     self._format = _FORMAT_LADDER[_FORMAT_LADDER.index(self._format) + 1]
                     continue
-                if exc.status_code in (408, 409, 429) or exc.status_code >= 500:
-                    failures += 1
-                    if failures <= self.settings.retries:
-                        time.sleep(min(8.0, 0.5 * 2 ** (failures - 1)))
-                        continue
                 raise LLMCallError(f"{self.settings.api_base_url} answered {exc.status_code}: {exc}") from exc
             choice = response.choices[0] if response.choices else None
             text = (choice.message.content if choice and choice.message else None) or ""

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import shlex
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from integrity_gym.bench import logs
+from integrity_gym.bench.records import EpisodeRecord, TaskSummary
 from integrity_gym.bench.runner import RunResult, separation_text
 from integrity_gym.core.registry import TaskSpec
 
@@ -63,16 +66,16 @@ class LiveProgress:
         per_task = total // max(1, len(specs))
         self._overall = self._progress.add_task(self._count_text(), total=total)
         for spec in specs:
-            self._bars[spec.id] = self._progress.add_task(f"  {spec.id}", total=per_task)
+            self._bars[spec.id] = self._progress.add_task(f"  {short_task(spec.id)}", total=per_task)
 
     def _count_text(self) -> str:
         failed = f", [red]{self.failed} failed[/red]" if self.failed else ""
         return f"[bold]episodes[/bold] {self.done}/{self.total} done{failed}"
 
-    def _episode(self, record: dict[str, Any]) -> None:
+    def _episode(self, record: EpisodeRecord) -> None:
         self.done += 1
-        self.failed += bool(record.get("error"))
-        self._progress.advance(self._bars[record["task_id"]])
+        self.failed += bool(record.error)
+        self._progress.advance(self._bars[record.task_id])
         if self._overall is not None:
             self._progress.update(self._overall, advance=1, description=self._count_text())
         if self.echo == "none":
@@ -80,9 +83,9 @@ class LiveProgress:
         lines = logs.episode_block(record, self.model)
         shown = lines if self.echo == "all" else lines[-1:]
         if self.echo == "end":
-            shown = [f"{lines[-1]} task={record['task_id']} episode={record['index']}"]
+            shown = [f"{lines[-1]} task={record.task_id} episode={record.index}"]
         for line in shown:
-            self._progress.console.print(line, markup=False, highlight=False, soft_wrap=True)
+            self._progress.console.print(line, markup=False, highlight=False, overflow="fold")
 
 
 def _f(value: float | None, spec: str = ".3f") -> str:
@@ -94,24 +97,68 @@ def _metrics_text(metrics: dict[str, float | None], limit: int = 6) -> str:
     return ", ".join(f"{k}={_f(v)}" for k, v in shown[:limit]) + (" ..." if len(shown) > limit else "")
 
 
+def short_task(task_id: str) -> str:
+    """A task id without its environment prefix (tables group tasks by environment)."""
+    return task_id.split("/", 1)[-1]
+
+
+def shell_lines(command: str, width: int = 78) -> list[str]:
+    """A long shell command broken with backslashes into lines of at most ``width`` characters."""
+    lines: list[str] = []
+    current = ""
+    for word in shlex.split(command, posix=False):  # quoted values stay whole
+        if current and len(current) + 1 + len(word) > width - 2:
+            lines.append(current + " \\")
+            current = "  " + word
+        else:
+            current = f"{current} {word}" if current else word
+    lines.append(current)
+    return lines
+
+
+def _table(title: str, *columns: str) -> Table:
+    # No outer box and one space between columns: the widest table fits 80 columns.
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), title_justify="left")
+    for i, column in enumerate(columns):
+        table.add_column(column, justify="left" if i == 0 else "right", no_wrap=i == 0)
+    return table
+
+
 def print_summary(console: Console, result: RunResult) -> None:
-    """The per-task table, the per-tier table, the tier-separation check and the replay command."""
-    table = Table(title=f"run {result.run_id} ({result.status})")
-    for column in ("task", "tier", "n", "failed", "mean grade ± sd", "threshold", "success", "mean return",
-                   "steps", "env metrics"):  # fmt: skip
-        table.add_column(column, overflow="fold")
+    """Per-environment task tables, the per-tier table, the separation check, the replay command.
+
+    Every table fits an 80-column terminal: the environment is the table's title, so the task
+    column holds only the task's own name; the environment's own metrics follow each table.
+    """
+    by_env: dict[str, list[tuple[str, TaskSummary]]] = {}
     for task_id, s in result.summaries.items():
-        grade = _f(s.mean_score) + ("" if s.std_score is None else f" ± {s.std_score:.3f}")
-        reached = s.mean_score is not None and s.mean_score >= s.threshold
-        table.add_row(
-            task_id, s.tier, str(s.episodes), f"[red]{s.failed}[/red]" if s.failed else "0",
-            f"[green]{grade}[/green]" if reached else grade, f"{s.threshold:.2f}",
-            "n/a" if s.success_rate is None else f"{s.success_rate:.0%}", _f(s.mean_return, "+.3f"),
-            _f(s.mean_steps, ".1f"), _metrics_text(s.metrics),
-        )  # fmt: skip
-    console.print(table)
+        by_env.setdefault(task_id.split("/")[0], []).append((task_id, s))
+    console.print(f"[bold]run {escape(result.run_id)}[/bold] ({result.status})")
+    epochs = result.config.epochs
+    for env, rows in by_env.items():
+        extra = "pass@k" if epochs > 1 else "return"
+        table = _table(env, "task", "n", "fail", "grade ± sd", "thr", "success", extra, "steps")
+        for task_id, s in rows:
+            grade = _f(s.mean_score) + ("" if s.std_score is None else f" ± {s.std_score:.3f}")
+            reached = s.mean_score is not None and s.mean_score >= s.threshold
+            if epochs > 1:
+                last = s.pass_at_k or {}
+                extra_cell = f"{last[str(epochs)]:.0%}" if str(epochs) in last else "n/a"
+            else:
+                extra_cell = _f(s.mean_return, "+.2f")
+            table.add_row(
+                short_task(task_id), str(s.episodes), f"[red]{s.failed}[/red]" if s.failed else "0",
+                f"[green]{grade}[/green]" if reached else grade, f"{s.threshold:.2f}",
+                "n/a" if s.success_rate is None else f"{s.success_rate:.0%}", extra_cell, _f(s.mean_steps, ".1f"),
+            )  # fmt: skip
+        console.print(table)
+        for task_id, s in rows:
+            if s.metrics:
+                console.print(f"  {short_task(task_id)}: {escape(_metrics_text(s.metrics))}", overflow="fold")
+            if s.summary_error:
+                console.print(f"  [red]{short_task(task_id)}: summarize failed: {escape(s.summary_error)}[/red]")
     if result.tiers:
-        tiers = Table("tier", "tasks", "episodes", "mean grade", "success", "mean return", title="by tier")
+        tiers = _table("by tier", "tier", "tasks", "episodes", "mean grade", "success", "mean return")
         for tier, t in result.tiers.items():
             tiers.add_row(tier, str(t["tasks"]), str(t["episodes"]), f"{t['mean_score']:.3f}",
                           _f(t["success_rate"], ".0%"), f"{t['mean_return']:+.3f}")  # fmt: skip
@@ -119,11 +166,57 @@ def print_summary(console: Console, result: RunResult) -> None:
     for env, sep in result.separation.items():
         colour = {True: "green", False: "yellow"}.get(sep["ok"], "default")
         console.print(f"{env}: [{colour}]{escape(separation_text(sep))}[/{colour}]")
-    failed = sum(s.failed for s in result.summaries.values())
-    if failed:
-        console.print(f"[red]{failed} episode(s) failed[/red]; their errors are in {result.out_dir / 'episodes.jsonl'}")
+    if result.resumed:
+        console.print(f"resumed: {result.resumed} episode(s) kept from before, the rest played now")
+    if result.failed:
+        allowed = result.config.max_failures
+        console.print(
+            f"[red]{result.failed} episode(s) failed[/red] ({allowed} allowed by --max-failures); their errors are "
+            f"in {escape(str(result.out_dir / 'episodes.jsonl'))}; `igym bench --resume {escape(str(result.out_dir))}`"
+            " plays them again"
+        )
     if result.status == "interrupted":
-        console.print("[yellow]interrupted: the summary covers the episodes that finished[/yellow]")
-    console.print(f"wrote {result.out_dir}/ (run.log, episodes.jsonl, summary.json, config.json)")
+        console.print(
+            "[yellow]interrupted: the summary covers the episodes that finished[/yellow]; "
+            f"`igym bench --resume {escape(str(result.out_dir))}` plays the rest"
+        )
+    console.print(f"wrote {escape(str(result.out_dir))}/ (run.log, episodes.jsonl, summary.json, config.json)")
     console.print("reproduce with:")
-    console.print(result.command, markup=False, highlight=False, soft_wrap=True)
+    for line in shell_lines(result.command):
+        console.print(line, markup=False, highlight=False, overflow="ignore", crop=False)
+
+
+def runs_tables(runs: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]], width: int = 80) -> list[Table]:
+    """``igym runs``: the runs, numbered, with full ids; then per environment, grade per task and run number.
+
+    The grade tables hold as many run columns as ``width`` allows (newest first) and say so when
+    they leave runs out, so no id or task name is ever cut.
+    """
+    listing = _table("runs, newest first", "#", "run", "agent / model", "status")
+    listing.columns[1].justify = listing.columns[2].justify = listing.columns[3].justify = "left"
+    listing.columns[2].no_wrap = False
+    listing.columns[2].overflow = "fold"
+    for number, run in enumerate(runs, 1):
+        who = run["agent"] if run["model"] == run["agent"] else f"{run['agent']} / {run['model']}"
+        listing.add_row(str(number), run["run_id"], who, run["status"])
+    tables = [listing]
+    by_env: dict[str, list[str]] = {}
+    for r in rows:
+        env, _, _ = r["task_id"].partition("/")
+        if r["task_id"] not in by_env.setdefault(env, []):
+            by_env[env].append(r["task_id"])
+    cell = {(r["run_id"], r["task_id"]): r for r in rows}
+    for env, task_ids in by_env.items():
+        name_width = max(len(short_task(t)) for t in task_ids)
+        fits = max(1, (width - name_width - 1) // 7)  # a grade is 5 characters and a space or two
+        shown = list(enumerate(runs, 1))[:fits]
+        title = f"{env}: mean grade per task" + (f" (runs 1-{fits} of {len(runs)})" if len(runs) > fits else "")
+        table = _table(title, "task", *(f"#{n}" for n, _ in shown))
+        for task_id in task_ids:
+            values = []
+            for _, run in shown:
+                c = cell.get((run["run_id"], task_id))
+                values.append("-" if c is None or c["mean_score"] is None else f"{c['mean_score']:.3f}")
+            table.add_row(short_task(task_id), *values)
+        tables.append(table)
+    return tables

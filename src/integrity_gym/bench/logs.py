@@ -15,7 +15,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from integrity_gym.bench.records import EpisodeRecord
 
 _PAIR = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S*)')
 _PLAIN = re.compile(r'^[^\s"=]+$')
@@ -79,15 +82,11 @@ def parse_line(line: str) -> tuple[str, dict[str, str | None]]:
     return match.group(1), fields
 
 
-def episode_block(record: Mapping[str, Any], model: str) -> list[str]:
+def episode_block(record: EpisodeRecord, model: str) -> list[str]:
     """Every log line of one recorded episode (a line of ``episodes.jsonl``)."""
-    lines = [start_line(record["task_id"], record["env"], model, record["index"], record["seed"])]
-    rewards = []
-    for step in record.get("trajectory", []):
-        rewards.append(step["reward"])
-        lines.append(step_line(step["step"], step["action_text"], step["reward"], step["done"], step.get("error")))
-    lines.append(
-        end_line(record.get("success"), record["steps"], record.get("score"), record["total_return"], rewards,
-                 record.get("error"))
-    )  # fmt: skip
+    lines = [start_line(record.task_id, record.env, model, record.index, record.seed)]
+    for step in record.trajectory:
+        lines.append(step_line(step.step, step.action_text, step.reward, step.done, step.error))
+    rewards = [step.reward for step in record.trajectory]
+    lines.append(end_line(record.success, record.steps, record.score, record.total_return, rewards, record.error))
     return lines

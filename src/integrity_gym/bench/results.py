@@ -11,7 +11,10 @@ import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from integrity_gym.bench.records import EpisodeRecord, TaskSummary
 
 DEFAULT_DB = Path("outputs/results.sqlite")
 SCHEMA_VERSION = 2
@@ -129,26 +132,27 @@ class ResultsDB:
                  json.dumps(dict(config), sort_keys=True), config.get("data_mode", "public")),
             )  # fmt: skip
 
-    def add_episode(self, run_id: str, record: Mapping[str, Any]) -> None:
+    def add_episode(self, run_id: str, record: EpisodeRecord) -> None:
         """Record one finished (or failed) episode: a line of ``episodes.jsonl``."""
-        usage = record.get("usage") or {}
         with self._db:
             self._db.execute(
                 "INSERT OR REPLACE INTO episodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    run_id, record["task_id"], record["index"], record["seed"], record["env"], record["tier"],
-                    record.get("score"), None if record.get("success") is None else int(record["success"]),
-                    record["total_return"], record["steps"], int(bool(record.get("truncated"))), record.get("error"),
-                    usage.get("prompt_tokens"), usage.get("completion_tokens"), usage.get("latency_s"),
-                    json.dumps((record.get("grade") or {}).get("breakdown", {}), sort_keys=True),
+                    run_id, record.task_id, record.index, record.seed, record.env, record.tier, record.score,
+                    None if record.success is None else int(record.success), record.total_return, record.steps,
+                    int(record.truncated), record.error, record.usage.prompt_tokens, record.usage.completion_tokens,
+                    record.usage.latency_s, json.dumps((record.grade or {}).get("breakdown", {}), sort_keys=True),
                 ),
             )  # fmt: skip
-            column = "episodes_failed" if record.get("error") else "episodes_done"
-            self._db.execute(f"UPDATE runs SET {column} = {column} + 1 WHERE run_id = ?", (run_id,))
+            # Counted from the table, so a resumed run that replays a failed episode counts it once.
+            self._db.execute(
+                "UPDATE runs SET episodes_done = (SELECT COUNT(*) FROM episodes e WHERE e.run_id = runs.run_id"
+                " AND e.error IS NULL), episodes_failed = (SELECT COUNT(*) FROM episodes e"
+                " WHERE e.run_id = runs.run_id AND e.error IS NOT NULL) WHERE run_id = ?",
+                (run_id,),
+            )
 
-    def finish_run(
-        self, run_id: str, *, status: str, finished_at: str, summaries: Mapping[str, Mapping[str, Any]]
-    ) -> None:
+    def finish_run(self, run_id: str, *, status: str, finished_at: str, summaries: Mapping[str, TaskSummary]) -> None:
         """Record the run's final status and its per-task summaries (summary.json's ``tasks``)."""
         with self._db:
             self._db.execute(
@@ -159,8 +163,8 @@ class ResultsDB:
                 self._db.execute(
                     "INSERT INTO task_summaries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
-                        run_id, task_id, s["tier"], s["episodes"], s["failed"], s["mean_score"], s["std_score"],
-                        s["success_rate"], s["mean_return"], s["threshold"], json.dumps(s["metrics"], sort_keys=True),
+                        run_id, task_id, s.tier, s.episodes, s.failed, s.mean_score, s.std_score, s.success_rate,
+                        s.mean_return, s.threshold, json.dumps(s.metrics, sort_keys=True),
                     ),
                 )  # fmt: skip
 

@@ -6,7 +6,10 @@ line per episode with the whole trajectory), ``summary.json`` and ``config.json`
 configuration, the seeds and the command that reproduces the run). Episodes are also recorded in
 the SQLite results database as they finish. Ctrl-C stops the run after the steps in flight and
 keeps every finished episode; an episode that raises is recorded with its error and the run
-goes on.
+goes on, but the run's status is ``failed`` when more than ``max_failures`` episodes failed.
+Everything that would make every episode fail (agent, config, extras, server, model endpoint) is
+checked before the first episode (``preflight``). ``resume_bench`` continues an interrupted run
+in its own folder, playing only the episodes that are missing or failed.
 """
 
 from __future__ import annotations
@@ -19,13 +22,13 @@ import platform
 import secrets
 import shlex
 import signal
+import statistics
 import threading
 import time
 import traceback
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -35,6 +38,7 @@ from scipy.stats import t as student_t
 
 from integrity_gym.agents.base import make_agent
 from integrity_gym.bench import logs
+from integrity_gym.bench.records import EpisodeRecord, StepRecord, TaskSummary, Usage
 from integrity_gym.core.env import describe_validation_error
 from integrity_gym.core.registry import TaskSpec, get_spec, list_tasks, make
 from integrity_gym.core.seeding import data_mode
@@ -48,6 +52,10 @@ class RunInterrupted(Exception):
     """Raised inside an episode when the run is being stopped (Ctrl-C)."""
 
 
+class SetupError(ValueError):
+    """The run cannot start: a check before the first episode failed (the message says what to do)."""
+
+
 class BenchConfig(BaseModel):
     """Everything that decides what a run plays; saved as ``config.json`` and replayable."""
 
@@ -56,6 +64,8 @@ class BenchConfig(BaseModel):
     tasks: str = Field("*", description="Glob (or comma-separated globs) over task ids.")
     agent: str = Field("heuristic", description="Agent name (heuristic, random, oracle, noop, llm, ...).")
     episodes: int = Field(5, ge=1, le=100_000, description="Episodes per task.")
+    epochs: int = Field(1, ge=1, le=1000, description="Times each seed is played (pass@k, per-item variance).")
+    max_failures: int = Field(0, ge=0, description="Failed episodes allowed before the run counts as failed.")
     seed: int = Field(0, ge=0, description="Seed of the first episode; episode i uses seed + i.")
     seeds: tuple[int, ...] | None = Field(None, description="Explicit episode seeds (overrides seed/episodes).")
     partition: Partition | None = Field("eval", description="Partition of generated items (None: env default).")
@@ -85,27 +95,6 @@ class BenchConfig(BaseModel):
             return cls.model_validate(values)
         except ValidationError as exc:
             raise ValueError(f"invalid bench options: {describe_validation_error(exc)}") from exc
-
-
-@dataclass
-class TaskSummary:
-    """Aggregates over one task's episodes (failed episodes are counted apart, not averaged)."""
-
-    episodes: int
-    mean_score: float | None
-    success_rate: float | None
-    mean_return: float | None
-    metrics: dict[str, float | None] = field(default_factory=dict)
-    tier: str = ""
-    threshold: float = 0.0
-    failed: int = 0
-    std_score: float | None = None
-    score_ci95: tuple[float, float] | None = None
-    mean_steps: float | None = None
-    truncated: int = 0
-    mean_prompt_tokens: float | None = None
-    mean_completion_tokens: float | None = None
-    mean_latency_s: float | None = None
 
 
 # ---------------------------------------------------------------------- one episode
@@ -141,45 +130,36 @@ def play_episode(
     index: int,
     seed: int,
     *,
+    epoch: int = 0,
     llm_settings: Any = None,
     stop: threading.Event | None = None,
-) -> dict[str, Any]:
+) -> EpisodeRecord:
     """Play one episode and return its full record (a line of ``episodes.jsonl``).
 
     An exception inside the episode is caught and recorded in ``error``; ``RunInterrupted`` is
     raised when ``stop`` is set between steps.
     """
     started = time.perf_counter()
-    record: dict[str, Any] = {
-        "task_id": spec.id, "env": spec.env, "tier": spec.tier, "index": index, "seed": seed,
-        "agent": config.agent, "threshold": spec.success_threshold, "score": None, "success": None,
-        "total_return": 0.0, "steps": 0, "truncated": False, "error": None, "grade": None,
-        "usage": {"prompt_tokens": None, "completion_tokens": None, "latency_s": None, "llm_calls": 0},
-        "reset_observation": None, "trajectory": [],
-    }  # fmt: skip
     cap = min(c for c in (config.max_steps, (config.llm or {}).get("max_steps"), 10**9) if c is not None)
+    outcome: dict[str, Any] = {}
+    trajectory: list[StepRecord] = []
+    usage: dict[str, Any] = {"prompt_tokens": None, "completion_tokens": None, "latency_s": None, "llm_calls": 0}
+    reset_observation: Any = None
+    total = 0.0
+    truncated = False
     env: Any = None
     try:
-        # In-process the partition is env config; a server's envs only take it as a reset option,
-        # and every built-in env already defaults to "eval".
-        options = None
-        if config.server:
-            env = make(spec.id, url=config.server)
-            if config.partition not in (None, "eval"):
-                options = {"partition": config.partition}
-        else:
-            partition = {} if config.partition is None else {"partition": config.partition}
-            env = make(spec.id, **{**partition, **config.env_config})
+        env = _make_env(spec, config)
+        options = _reset_options(config)
         agent = build_agent(config.agent, env, seed, llm_settings)
         obs = env.reset(seed=seed, options=options)
         if config.keep_observations:
-            record["reset_observation"] = _jsonable(obs)
-        usage = record["usage"]
+            reset_observation = _jsonable(obs)
         while not env.done:
             if stop is not None and stop.is_set():
                 raise RunInterrupted
-            if record["steps"] >= cap:
-                record["truncated"] = True
+            if len(trajectory) >= cap:
+                truncated = True
                 break
             action = agent.act(obs)
             call = agent.pop_step_record() if hasattr(agent, "pop_step_record") else None
@@ -187,45 +167,145 @@ def play_episode(
             if hasattr(agent, "observe"):
                 agent.observe(result)
             obs = result.observation
-            record["steps"] += 1
-            record["total_return"] += result.reward
-            step: dict[str, Any] = {
-                "step": record["steps"],
-                "action": _jsonable(action),
-                "action_text": _action_text(env, action),
-                "reward": result.reward,
-                "reward_breakdown": result.info.get("reward_breakdown", {}),
-                "done": result.done,
-                "error": result.info.get("error"),
-            }
-            if config.keep_observations:
-                step["observation"] = _jsonable(obs)
+            total += result.reward
             if call is not None:
-                step["llm"] = call
                 usage["llm_calls"] += 1
                 for key in ("prompt_tokens", "completion_tokens", "latency_s"):
                     if call.get(key) is not None:
                         usage[key] = (usage[key] or 0) + call[key]
-            record["trajectory"].append(step)
+            trajectory.append(
+                StepRecord(
+                    step=len(trajectory) + 1,
+                    action=_jsonable(action),
+                    action_text=_action_text(env, action),
+                    reward=result.reward,
+                    reward_breakdown=result.info.get("reward_breakdown", {}),
+                    done=result.done,
+                    error=result.info.get("error"),
+                    observation=_jsonable(obs) if config.keep_observations else None,
+                    llm=call,
+                )
+            )
         grade: Grade = env.grade()
-        record.update(
-            score=grade.score, success=grade.success, threshold=grade.threshold, grade=grade.model_dump(mode="json")
-        )
+        outcome = {"score": grade.score, "success": grade.success, "threshold": grade.threshold,
+                   "grade": grade.model_dump(mode="json")}  # fmt: skip
     except RunInterrupted:
         raise
     except Exception as exc:
-        record["error"] = f"{type(exc).__name__}: {exc}"
-        record["traceback"] = traceback.format_exc(limit=8)
+        outcome = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8)}
     finally:
         if env is not None:
             try:
                 env.close()
             except Exception as exc:  # closing must not hide the episode's own outcome
-                record.setdefault("close_error", f"{type(exc).__name__}: {exc}")
-    record["wall_s"] = round(time.perf_counter() - started, 4)
-    if record["usage"]["latency_s"] is not None:
-        record["usage"]["latency_s"] = round(record["usage"]["latency_s"], 4)
-    return record
+                outcome["close_error"] = f"{type(exc).__name__}: {exc}"
+    if usage["latency_s"] is not None:
+        usage["latency_s"] = round(usage["latency_s"], 4)
+    return EpisodeRecord(
+        task_id=spec.id, env=spec.env, tier=spec.tier, index=index, seed=seed, epoch=epoch, agent=config.agent,
+        threshold=outcome.pop("threshold", spec.success_threshold), total_return=total, steps=len(trajectory),
+        truncated=truncated, usage=Usage(**usage), reset_observation=reset_observation, trajectory=trajectory,
+        wall_s=round(time.perf_counter() - started, 4), **outcome,
+    )  # fmt: skip
+
+
+def _make_env(spec: TaskSpec, config: BenchConfig) -> Any:
+    if config.server:
+        return make(spec.id, url=config.server)
+    partition = {} if config.partition is None else {"partition": config.partition}
+    return make(spec.id, **{**partition, **config.env_config})
+
+
+def _reset_options(config: BenchConfig) -> dict[str, Any] | None:
+    # In-process the partition is env config; a server's envs only take it as a reset option,
+    # and every built-in env already defaults to "eval".
+    if config.server and config.partition not in (None, "eval"):
+        return {"partition": config.partition}
+    return None
+
+
+# ---------------------------------------------------------------------- checks before the first episode
+def select_tasks(pattern: str) -> list[TaskSpec]:
+    """Tasks matching ``pattern`` (comma-separated globs); an id without ``-vN`` means its newest version."""
+    chosen: dict[str, TaskSpec] = {}
+    for part in (p.strip() for p in pattern.split(",")):
+        if not part:
+            continue
+        found = list_tasks(part)
+        if not found and not any(c in part for c in "*?["):
+            try:
+                found = [get_spec(part)]  # what `igym play` accepts, e.g. information_integrity/easy
+            except KeyError:
+                found = []
+        chosen.update((s.id, s) for s in found)
+    if not chosen:
+        raise SetupError(f"no task matches {pattern!r}; `igym list` shows every task")
+    return list(chosen.values())
+
+
+def preflight(config: BenchConfig, specs: Sequence[TaskSpec], llm_settings: Any = None) -> None:
+    """Check, before any episode, everything that would make every episode fail.
+
+    The server answers ``/health``; every selected environment builds with the config and resets
+    on the first seed; the agent builds for it (unknown names, a missing ``llm`` extra); the model
+    endpoint answers. Raises ``SetupError`` with one message naming the problem and the fix.
+    """
+    import httpx
+
+    if config.server:
+        try:
+            httpx.get(config.server.rstrip("/") + "/health", timeout=10).raise_for_status()
+        except httpx.HTTPError as exc:
+            raise SetupError(
+                f"the server {config.server} does not answer /health ({type(exc).__name__}: {exc}); "
+                "start it with `igym serve` or fix --server"
+            ) from exc
+    checked: set[str] = set()
+    for spec in specs:
+        if spec.env in checked:
+            continue
+        checked.add(spec.env)
+        env: Any = None
+        try:
+            try:
+                env = _make_env(spec, config)
+                env.reset(seed=config.seed_list()[0], options=_reset_options(config))
+            except Exception as exc:
+                raise SetupError(
+                    f"{spec.id} cannot start: {type(exc).__name__}: {exc}"
+                    + ("; fix --config or choose other --tasks" if config.env_config else "")
+                ) from exc
+            try:
+                build_agent(config.agent, env, 0, llm_settings)
+            except ImportError as exc:
+                raise SetupError(str(exc)) from exc
+            except Exception as exc:
+                raise SetupError(f"agent {config.agent!r} cannot play {spec.id}: {exc}") from exc
+        finally:
+            if env is not None:
+                env.close()
+    if config.agent == "llm" and llm_settings is not None:
+        _check_endpoint(llm_settings)
+
+
+def _check_endpoint(settings: Any) -> None:
+    """The model endpoint answers at all, and does not refuse the key (GET /models)."""
+    import httpx
+
+    url = settings.api_base_url.rstrip("/") + "/models"
+    headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+    try:
+        response = httpx.get(url, headers=headers, timeout=min(30.0, settings.timeout_s))
+    except httpx.HTTPError as exc:
+        raise SetupError(
+            f"the model endpoint {settings.api_base_url} cannot be reached ({type(exc).__name__}: {exc}); "
+            "check --base-url (API_BASE_URL), or use --local-llm"
+        ) from exc
+    if response.status_code in (401, 403):
+        raise SetupError(
+            f"the model endpoint {settings.api_base_url} refused the key ({response.status_code}); "
+            "set HF_TOKEN or OPENAI_API_KEY"
+        )
 
 
 # ---------------------------------------------------------------------- aggregation
@@ -233,10 +313,21 @@ def _mean(values: Sequence[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
 
-def summarize_records(spec: TaskSpec, records: Sequence[Mapping[str, Any]]) -> TaskSummary:
-    """Aggregate one task's episode records, with the environment's own dataset metrics."""
-    done = [r for r in records if not r.get("error")]
-    scores = [float(r["score"]) for r in done]
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one item: chance that k of its n plays, drawn without replacement, hold a success."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def summarize_records(spec: TaskSpec, records: Sequence[EpisodeRecord]) -> TaskSummary:
+    """Aggregate one task's episode records, with the environment's own dataset metrics.
+
+    A failing ``summarize`` does not lose the run: it is recorded in ``summary_error`` and the
+    run's status becomes ``failed``.
+    """
+    done = [r for r in records if not r.error and r.score is not None]
+    scores = [float(r.score) for r in done if r.score is not None]
     n = len(done)
     mean = _mean(scores)
     std = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / (n - 1)) if mean is not None and n > 1 else None
@@ -244,33 +335,54 @@ def summarize_records(spec: TaskSpec, records: Sequence[Mapping[str, Any]]) -> T
     if mean is not None and std is not None:
         half = float(student_t.ppf(0.975, n - 1)) * std / math.sqrt(n)
         ci = (max(0.0, mean - half), min(1.0, mean + half))
-    grades = [Grade.model_validate(r["grade"]) for r in done]
+    grades = [Grade.model_validate(r.grade) for r in done]
+    env_class = spec.env_class()
+    summary_error = None
     try:
-        metrics = spec.env_class().summarize(grades) if grades else {}
-    except Exception as exc:  # a metric bug must not lose the run
+        metrics = env_class.summarize(grades) if grades else {}
+    except Exception as exc:  # recorded, and the run is marked failed
         metrics = {}
-        warnings.warn(f"{spec.id}: summarize failed: {type(exc).__name__}: {exc}", stacklevel=2)
+        summary_error = f"{type(exc).__name__}: {exc}"
+    epochs = max((r.epoch for r in records), default=0) + 1
+    by_item: dict[int, list[EpisodeRecord]] = {}
+    for r in done:
+        by_item.setdefault(r.seed, []).append(r)
+    pass_k = None
+    item_sd = None
+    if epochs > 1 and by_item:
+        if env_class.episode_success:
+            pass_k = {
+                str(k): math.fsum(pass_at_k(len(v), sum(bool(r.success) for r in v), k) for v in by_item.values())
+                / len(by_item)
+                for k in range(1, epochs + 1)
+                if all(len(v) >= k for v in by_item.values())
+            }
+        sds = [statistics.stdev(float(r.score or 0.0) for r in v) for v in by_item.values() if len(v) > 1]
+        item_sd = _mean(sds)
 
     def usage_mean(key: str) -> float | None:
-        values = [r["usage"][key] for r in done if r.get("usage", {}).get(key) is not None]
-        return _mean(values)
+        return _mean([float(v) for r in done if (v := getattr(r.usage, key)) is not None])
 
     return TaskSummary(
         episodes=n,
         mean_score=mean,
-        success_rate=_mean([float(bool(r["success"])) for r in done]) if spec.env_class().episode_success else None,
-        mean_return=_mean([float(r["total_return"]) for r in done]),
+        success_rate=_mean([float(bool(r.success)) for r in done]) if env_class.episode_success else None,
+        mean_return=_mean([r.total_return for r in done]),
         metrics=metrics,
         tier=spec.tier,
         threshold=spec.success_threshold,
         failed=len(records) - n,
         std_score=std,
         score_ci95=ci,
-        mean_steps=_mean([float(r["steps"]) for r in done]),
-        truncated=sum(bool(r.get("truncated")) for r in done),
+        mean_steps=_mean([float(r.steps) for r in done]),
+        truncated=sum(r.truncated for r in done),
         mean_prompt_tokens=usage_mean("prompt_tokens"),
         mean_completion_tokens=usage_mean("completion_tokens"),
         mean_latency_s=usage_mean("latency_s"),
+        epochs=epochs,
+        pass_at_k=pass_k,
+        item_sd=item_sd,
+        summary_error=summary_error,
     )
 
 
@@ -364,7 +476,7 @@ def write_summary(out_dir: Path, summaries: Mapping[str, TaskSummary], extra: Ma
     """Write ``summary.json``: ``{"tasks": {id: {episodes, mean_score, success_rate, mean_return, ...}}, ...}``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "summary.json"
-    payload = {"tasks": {task_id: asdict(s) for task_id, s in summaries.items()}, **(extra or {})}
+    payload = {"tasks": {task_id: s.model_dump(mode="json") for task_id, s in summaries.items()}, **(extra or {})}
     # Insertion order: tasks as played, metrics as the environment lists them.
     path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
     return path
@@ -379,11 +491,17 @@ class RunResult:
     out_dir: Path
     config: BenchConfig
     summaries: dict[str, TaskSummary]
-    records: list[dict[str, Any]]
-    status: str  # "complete" or "interrupted"
+    records: list[EpisodeRecord]
+    status: str  # "complete", "failed" (too many failed episodes, or a summary failed) or "interrupted"
     command: str
     tiers: dict[str, dict[str, Any]]
     separation: dict[str, dict[str, Any]]
+    resumed: int = 0  # episodes kept from an earlier, interrupted invocation
+
+    @property
+    def failed(self) -> int:
+        """Episodes that failed."""
+        return sum(1 for r in self.records if r.error)
 
 
 #: Called from the main thread: ("start", total, specs) once, then ("episode", record) per episode.
@@ -400,14 +518,18 @@ def env_variables(specs: Sequence[TaskSpec]) -> dict[str, str]:
     }
 
 
-def reproduce_command(config: BenchConfig, specs: Sequence[TaskSpec], env_vars: Mapping[str, str]) -> str:
-    """One shell line that plays exactly the same episodes again."""
+def reproduce_command(
+    config: BenchConfig, specs: Sequence[TaskSpec], env_vars: Mapping[str, str], out: Path | None = None
+) -> str:
+    """One shell line that plays exactly the same episodes again (into ``out``, when one was chosen)."""
     parts = [f"{k}={shlex.quote(v)}" for k, v in env_vars.items()]
     parts += ["igym", "bench", "--tasks", shlex.quote(",".join(s.id for s in specs)), "--agent", config.agent]
     if config.seeds is not None:
         parts += ["--seeds", ",".join(map(str, config.seeds))]
     else:
         parts += ["--episodes", str(config.episodes), "--seed", str(config.seed)]
+    if config.epochs > 1:
+        parts += ["--epochs", str(config.epochs)]
     parts += ["--partition", config.partition or "default"]
     if config.max_steps is not None:
         parts += ["--max-steps", str(config.max_steps)]
@@ -419,7 +541,11 @@ def reproduce_command(config: BenchConfig, specs: Sequence[TaskSpec], env_vars: 
         parts.append("--no-observations")
     if config.local_llm:
         parts.append("--local-llm")
+    if config.max_failures:
+        parts += ["--max-failures", str(config.max_failures)]
     parts += ["--concurrency", str(config.concurrency)]
+    if out is not None:
+        parts += ["--out", shlex.quote(str(out))]
     return " ".join(parts)
 
 
@@ -440,8 +566,53 @@ def new_run_id(agent: str, model: str | None) -> str:
     return f"{stamp}-{safe}-{secrets.token_hex(2)}"
 
 
-def _sorted(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    return sorted(records, key=lambda r: (r["task_id"], r["index"]))
+def _prepare_folder(out: Path, *, overwrite: bool, resume: bool) -> None:
+    """Create the run folder, refusing to replace an earlier run unless asked to."""
+    if out.exists() and not out.is_dir():
+        raise SetupError(f"--out {out} is a file, not a folder")
+    if not resume and (out / "config.json").exists() and not overwrite:
+        raise SetupError(
+            f"{out} already holds a run; pass --overwrite to replace it, --resume {out} to finish it, "
+            "or choose another --out"
+        )
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise SetupError(f"cannot write the run folder {out}: {exc.strerror or exc}; choose another --out") from exc
+    if overwrite and not resume:
+        for name in ("config.json", "episodes.jsonl", "summary.json", "run.log"):
+            (out / name).unlink(missing_ok=True)
+
+
+def read_episodes(path: Path) -> list[EpisodeRecord]:
+    """The records of an ``episodes.jsonl``; a line cut short by a crash is skipped."""
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(EpisodeRecord.model_validate_json(line))
+        except ValidationError:
+            continue  # the last line of a killed run may be half written
+    return out
+
+
+def _sorted(records: Sequence[EpisodeRecord]) -> list[EpisodeRecord]:
+    return sorted(records, key=lambda r: (r.task_id, r.index))
+
+
+def _open_db(db_path: Path | None) -> Any:
+    if db_path is None:
+        return None
+    from integrity_gym.bench.results import ResultsDB
+
+    try:
+        return ResultsDB(db_path)
+    except OSError as exc:
+        raise SetupError(f"cannot open the results database {db_path}: {exc}; pass another --db or --no-db") from exc
 
 
 def run_bench(
@@ -458,76 +629,148 @@ def run_bench(
     progress: ProgressHook | None = None,
     stop: threading.Event | None = None,
     command: str | None = None,
+    overwrite: bool = False,
+    check: bool = True,
 ) -> RunResult:
     """Play every selected task and write the run folder (and the database row when ``db_path``).
 
     Either pass ``bench`` or the foundation's arguments (``pattern``, ``agent``, ``episodes``,
-    ``seed``, ``config``). A ``KeyboardInterrupt`` stops the run cleanly: the status becomes
-    ``interrupted`` and everything finished is written.
+    ``seed``, ``config``). Setup is checked before anything is written (``preflight``; ``check``
+    turns that off). An existing run in ``out_dir`` is refused unless ``overwrite``. A
+    ``KeyboardInterrupt`` stops the run cleanly: the status becomes ``interrupted`` and
+    everything finished is written.
     """
     if bench is None:
         bench = BenchConfig.build(tasks=pattern, agent=agent, episodes=episodes, seed=seed, env_config=config or {})
-    specs = list_tasks(bench.tasks)
-    if not specs:
-        raise ValueError(f"no task matches {bench.tasks!r}; `igym list` shows every task")
+    specs = select_tasks(bench.tasks)
     if bench.agent == "llm" and llm_settings is None:
         from integrity_gym.agents.llm import LLMSettings
 
         llm_settings = LLMSettings.from_env()
     if llm_settings is not None and bench.llm is None:
         bench = bench.model_copy(update={"llm": llm_settings.public()})
+    if check:
+        preflight(bench, specs, llm_settings)
     model = (bench.llm or {}).get("model_name")
     run_id = new_run_id(bench.agent, model)
     out = out_dir or Path("outputs") / run_id
-    out.mkdir(parents=True, exist_ok=True)
+    db = _open_db(db_path)  # before the folder: a bad --db leaves nothing behind
+    try:
+        _prepare_folder(out, overwrite=overwrite, resume=False)
+    except SetupError:
+        if db is not None:
+            db.close()
+        raise
     env_vars = env_variables(specs)
     if llm_settings is not None:
         llm_vars = llm_settings.as_env_vars()
         if bench.local_llm:  # --local-llm picks the address and the model itself
             llm_vars = {k: v for k, v in llm_vars.items() if k not in ("API_BASE_URL", "MODEL_NAME")}
         env_vars = {**llm_vars, **env_vars}
-    replay = reproduce_command(bench, specs, env_vars)
-    created = datetime.now(UTC).isoformat(timespec="seconds")
-    seeds = bench.seed_list()
+    replay = reproduce_command(bench, specs, env_vars, out_dir)
     resolved = {
-        "run_id": run_id, "created_at": created, "bench": bench.model_dump(mode="json"),
-        "tasks": [s.model_dump(mode="json") for s in specs], "seeds": seeds, "environment": env_vars,
-        "reproduce": replay, "invoked_as": command, "python": platform.python_version(),
-        "igym_version": _version(), "data_mode": run_data_mode(bench),
+        "run_id": run_id, "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "bench": bench.model_dump(mode="json"), "tasks": [s.model_dump(mode="json") for s in specs],
+        "seeds": bench.seed_list(), "environment": env_vars, "reproduce": replay, "invoked_as": command,
+        "python": platform.python_version(), "igym_version": _version(), "data_mode": run_data_mode(bench),
     }  # fmt: skip
     (out / "config.json").write_text(json.dumps(resolved, indent=2, sort_keys=True) + "\n")
-    db = None
-    if db_path is not None:
-        from integrity_gym.bench.results import ResultsDB
+    return _play_run(resolved, bench, specs, out, db, [], llm_settings, progress, stop)
 
-        db = ResultsDB(db_path)
-        db.start_run(run_id, created_at=created, agent=bench.agent, model=model or bench.agent,
-                     tasks=[s.id for s in specs], command=replay, out_dir=str(out), config=resolved)  # fmt: skip
-    stop = stop or threading.Event()
-    jobs = [(spec, i, s) for spec in specs for i, s in enumerate(seeds)]
-    records: list[dict[str, Any]] = []
-    status = "complete"
+
+def resume_bench(
+    out_dir: Path,
+    *,
+    db_path: Path | None = None,
+    llm_settings: Any = None,
+    progress: ProgressHook | None = None,
+    stop: threading.Event | None = None,
+    check: bool = True,
+) -> RunResult:
+    """Continue the run in ``out_dir`` (interrupted, killed or failed): play what is missing or failed.
+
+    The configuration is the run's own ``config.json``; finished episodes are kept as they are, so
+    the resulting ``summary.json`` is the one an uninterrupted run would have written.
+    """
+    config_path = out_dir / "config.json"
+    if not config_path.is_file():
+        raise SetupError(f"{out_dir} holds no run to resume (no config.json); start one with `igym bench --out`")
+    try:
+        resolved = json.loads(config_path.read_text())
+        bench = BenchConfig.model_validate(resolved["bench"])
+    except (ValueError, KeyError) as exc:
+        raise SetupError(f"{config_path} is not a run configuration this igym can resume: {exc}") from exc
+    specs = [get_spec(t["id"]) for t in resolved["tasks"]]
+    if bench.agent == "llm" and llm_settings is None:
+        from integrity_gym.agents.llm import LLMSettings
+
+        # The run's recorded settings win; the key (never recorded) comes from the environment.
+        llm_settings = LLMSettings.from_env(**(bench.llm or {}))
+    if check:
+        preflight(bench, specs, llm_settings)
+    db = _open_db(db_path)
+    kept = [r for r in read_episodes(out_dir / "episodes.jsonl") if not r.error]
+    return _play_run(resolved, bench, specs, out_dir, db, kept, llm_settings, progress, stop)
+
+
+def _play_run(
+    resolved: dict[str, Any],
+    bench: BenchConfig,
+    specs: list[TaskSpec],
+    out: Path,
+    db: Any,
+    kept: list[EpisodeRecord],
+    llm_settings: Any,
+    progress: ProgressHook | None,
+    stop: threading.Event | None,
+) -> RunResult:
+    run_id, replay = resolved["run_id"], resolved["reproduce"]
+    model = (bench.llm or {}).get("model_name")
     model_label = model or bench.agent
+    seeds = bench.seed_list()
+    done_keys = {r.key for r in kept}
+    jobs = [
+        (spec, epoch * len(seeds) + i, s, epoch)
+        for spec in specs
+        for epoch in range(bench.epochs)
+        for i, s in enumerate(seeds)
+        if (spec.id, epoch * len(seeds) + i) not in done_keys
+    ]
+    records: list[EpisodeRecord] = list(kept)
+    if db is not None:
+        db.start_run(run_id, created_at=resolved["created_at"], agent=bench.agent, model=model or bench.agent,
+                     tasks=[s.id for s in specs], command=replay, out_dir=str(out), config=resolved)  # fmt: skip
+        for record in kept:
+            db.add_episode(run_id, record)
+    stop = stop or threading.Event()
+    status = "complete"
     if progress:
-        progress("start", len(jobs), specs)
+        progress("start", len(jobs) + len(kept), specs)
+        for record in kept:
+            progress("episode", record)
     episodes_path, log_path = out / "episodes.jsonl", out / "run.log"
     with episodes_path.open("w") as ep_file, log_path.open("w") as log_file:
+        for record in kept:
+            ep_file.write(record.model_dump_json() + "\n")
+        ep_file.flush()
         pool = ThreadPoolExecutor(max_workers=bench.concurrency, thread_name_prefix="igym-episode")
-        pending: set[Future[dict[str, Any]]] = set()
+        pending: set[Future[EpisodeRecord]] = set()
         queue = list(reversed(jobs))
 
         def submit() -> None:
             while queue and len(pending) < bench.concurrency * 2:
-                spec, index, s = queue.pop()
-                pending.add(pool.submit(play_episode, spec, bench, index, s, llm_settings=llm_settings, stop=stop))
+                spec, index, s, epoch = queue.pop()
+                pending.add(
+                    pool.submit(play_episode, spec, bench, index, s, epoch=epoch, llm_settings=llm_settings, stop=stop)
+                )
 
-        def collect(future: Future[dict[str, Any]]) -> None:
+        def collect(future: Future[EpisodeRecord]) -> None:
             try:
                 record = future.result()
             except RunInterrupted:
                 return
             records.append(record)
-            ep_file.write(json.dumps(record, sort_keys=True, default=str) + "\n")
+            ep_file.write(record.model_dump_json() + "\n")
             ep_file.flush()
             log_file.write("\n".join(logs.episode_block(record, model_label)) + "\n")
             log_file.flush()
@@ -565,13 +808,16 @@ def run_bench(
             _restore_interrupt(previous)
     records = _sorted(records)
     # Rewrite in a stable order so two runs of the same command give identical files.
-    episodes_path.write_text("".join(json.dumps(r, sort_keys=True, default=str) + "\n" for r in records))
-    by_task = {spec.id: [r for r in records if r["task_id"] == spec.id] for spec in specs}
+    episodes_path.write_text("".join(r.model_dump_json() + "\n" for r in records))
+    by_task = {spec.id: [r for r in records if r.task_id == spec.id] for spec in specs}
     summaries = {spec.id: summarize_records(spec, by_task[spec.id]) for spec in specs if by_task[spec.id]}
+    failed = sum(1 for r in records if r.error)
+    if status == "complete" and (failed > bench.max_failures or any(s.summary_error for s in summaries.values())):
+        status = "failed"
     tiers, separation = tier_table(summaries), tier_separation(summaries)
     extra = {
         "run_id": run_id, "status": status, "agent": bench.agent, "model": model_label, "tiers": tiers,
-        "tier_separation": separation, "reproduce": replay, "episodes_failed": sum(1 for r in records if r["error"]),
+        "tier_separation": separation, "reproduce": replay, "episodes_failed": failed,
     }  # fmt: skip
     write_summary(out, summaries, extra)
     lines = [line for r in records for line in logs.episode_block(r, model_label)]
@@ -579,9 +825,9 @@ def run_bench(
     log_path.write_text("\n".join(lines) + "\n")
     if db is not None:
         db.finish_run(run_id, status=status, finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                      summaries={k: asdict(v) for k, v in summaries.items()})  # fmt: skip
+                      summaries=summaries)  # fmt: skip
         db.close()
-    return RunResult(run_id, out, bench, summaries, records, status, replay, tiers, separation)
+    return RunResult(run_id, out, bench, summaries, records, status, replay, tiers, separation, len(kept))
 
 
 def summary_lines(
@@ -598,6 +844,8 @@ def summary_lines(
 
     lines = [""]
     for task_id, s in summaries.items():
+        if s.summary_error:
+            lines.append(f"task={task_id} summary_error={json.dumps(s.summary_error)}")
         lines.append(
             f"task={task_id} tier={s.tier} n={s.episodes} failed={s.failed} avg_score={f(s.mean_score)} "
             f"threshold={s.threshold:.2f} success_rate={f(s.success_rate)} avg_return={f(s.mean_return)}"
@@ -642,11 +890,15 @@ __all__ = [
     "BenchConfig",
     "RunInterrupted",
     "RunResult",
+    "SetupError",
     "TaskSummary",
     "build_agent",
     "get_spec",
     "play_episode",
+    "preflight",
+    "resume_bench",
     "run_bench",
+    "select_tasks",
     "summarize_records",
     "tier_separation",
     "tier_table",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -52,6 +53,14 @@ class StepResult(WireModel, Generic[ObsT]):
         description="Details: 'reward_breakdown' (component name -> value) and 'error' (a message "
         "when the action was rejected, else null).",
     )
+
+    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
+        """Unpack like Gym's 4-tuple: ``observation, reward, done, info = env.step(action)``.
+
+        Pydantic would otherwise yield ``(field, value)`` pairs, and that unpacking would succeed
+        silently with ``done == ("done", False)``.
+        """
+        return iter((self.observation, self.reward, self.done, self.info))
 
 
 class Grade(WireModel):
