@@ -99,6 +99,16 @@ def make_np_rng(*parts: object) -> np.random.Generator:
     return np.random.default_rng(derive_seed(*parts))
 
 
+def make_bits(*parts: object) -> np.random.PCG64:
+    """Return a private PCG64 bit generator seeded from ``parts``.
+
+    Use its raw words (``random_raw``) where values must not change between numpy versions:
+    numpy guarantees the raw stream of a bit generator for a given seed, but not the output of
+    ``Generator`` methods (``normal``, ``choice``, ...), which it may change in a release.
+    """
+    return np.random.PCG64(derive_seed(*parts))
+
+
 def stable_id(*parts: object, length: int = 16) -> str:
     """Return a short hexadecimal id determined by ``parts`` alone."""
     return _digest(parts).hex()[:length]

@@ -162,3 +162,11 @@ def test_the_separation_metric_is_a_summary_figure_with_an_interval() -> None:
     assert metric == "skill" and metric in INTERVAL_KEYS
     low, point, high = summary[f"{metric}_ci_low"], summary[metric], summary[f"{metric}_ci_high"]
     assert low is not None and point is not None and high is not None and low <= point <= high
+
+
+def test_a_single_episode_is_summarised_without_intervals() -> None:
+    # scipy's bootstrap refuses one observation; a one-episode run still gets its point figures.
+    grade = text_grades(1)[0]
+    s = SelectiveVerificationEnv.summarize([grade])
+    assert s["episodes"] == 1.0 and s["skill"] == pytest.approx((grade.score - 0.8) / 0.2)
+    assert all(s[f"{key}_ci_low"] is None and s[f"{key}_ci_high"] is None for key in INTERVAL_KEYS)

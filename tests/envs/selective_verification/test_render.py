@@ -12,6 +12,7 @@ import pytest
 from PIL import Image, ImageDraw
 
 import integrity_gym
+from integrity_gym.core.seeding import derive_seed, make_bits, public_derivation
 from integrity_gym.envs.selective_verification.generator import GeneratedSource
 from integrity_gym.envs.selective_verification.glyphs import glyph_mask, glyph_variant, resize, rotate, rotation
 from integrity_gym.envs.selective_verification.scenes import gaussian_noise, over, pixel_digest, render, shape_mask
@@ -104,6 +105,18 @@ def test_clutter_shapes_cover_the_pixels_whose_centres_lie_inside() -> None:
     assert oval.sum() == 48 and oval[0].tolist() == [0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0]
     with pytest.raises(ValueError, match="unknown clutter shape"):
         shape_mask("star", (0, 0, 4, 4), 8, 8)
+
+
+def test_make_bits_is_the_pcg64_stream_of_the_derived_seed() -> None:
+    # The renderer's noise comes from make_bits: exactly the PCG64 it built before, so golden
+    # pixels stay put, and a raw stream numpy guarantees (pinned words).
+    with public_derivation():
+        bits = make_bits("selective_verification/render", 7)
+        assert isinstance(bits, np.random.PCG64)
+        assert bits.random_raw(3).tolist() == [13688548645585963062, 196572659081536486, 16393814947943017090]
+        twin = np.random.PCG64(derive_seed("selective_verification/render", 7)).random_raw(3)
+        assert make_bits("selective_verification/render", 7).random_raw(3).tolist() == twin.tolist()
+        assert make_bits("selective_verification/render", 8).random_raw(1)[0] != twin[0]
 
 
 def test_noise_comes_from_raw_bits_with_the_asked_spread() -> None:

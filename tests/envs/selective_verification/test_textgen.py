@@ -49,6 +49,17 @@ def enumerate_probability(passage: str, claim: str) -> Fraction:
     return claim_mass / facts_mass
 
 
+def test_text_items_do_not_depend_on_the_picture_generator_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Redrawing pictures bumps the picture generator's version; passages must not move with it.
+    from integrity_gym.envs.selective_verification import generator, textgen
+
+    before = TextSource("all", 0).item(3)
+    monkeypatch.setattr(generator, "GENERATOR_VERSION", "selective_verification/gen-v99")
+    monkeypatch.setattr(textgen, "GENERATOR_VERSION", "selective_verification/gen-v99", raising=False)
+    assert TextSource("all", 0).item(3) == before
+    assert textgen.TEXT_GENERATOR_VERSION == "selective_verification/gen-v1"
+
+
 def test_a_hand_checked_item() -> None:
     # Item 0 (partition all, seed 0): bedroom 0.05, safari 0.20, farm 0.75; no horse is shown.
     # P(no horse) by place: 0.95, 0.95, 0.55 -> weights 0.0475, 0.19, 0.4125 (sum 0.65);

@@ -214,7 +214,8 @@ def summarize(grades: Sequence[Grade], resamples: int = BOOTSTRAP_RESAMPLES) -> 
         "skill_over_blind": point["skill_over_blind"],
         "blind_accuracy": float(np.mean([r["blind_correct"] for r in rows])),
     }
-    intervals = _intervals(figures, n, resamples) if resamples > 0 else {}
+    # One episode has no spread to resample (scipy refuses it): its intervals are None.
+    intervals = _intervals(figures, n, resamples) if resamples > 0 and n > 1 else {}
     for key in INTERVAL_KEYS:
         ci = intervals.get(key)
         out[f"{key}_ci_low"] = None if ci is None else ci[0]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-from integrity_gym.core.seeding import derive_seed
+from integrity_gym.core.seeding import make_bits
 from integrity_gym.envs.selective_verification.glyphs import CATEGORIES, glyph_mask, glyph_variant
 from integrity_gym.envs.selective_verification.models import Clutter, Difficulty, Scene, SceneObject
 
@@ -313,7 +313,7 @@ def render(scene: Scene) -> np.ndarray:
     every supported numpy and Pillow.
     """
     prof = PROFILES[scene.difficulty]
-    bits = np.random.PCG64(derive_seed("selective_verification/render", scene.render_seed))
+    bits = make_bits("selective_verification/render", scene.render_seed)
     h, w = scene.height, scene.width
     canvas = np.empty((h, w, 3), dtype=np.float64)
     canvas[:] = np.asarray(scene.background, dtype=np.float64)

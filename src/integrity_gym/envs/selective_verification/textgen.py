@@ -16,10 +16,13 @@ import threading
 from functools import cache
 
 from integrity_gym.core.seeding import make_rng, partition_of, stable_id
-from integrity_gym.envs.selective_verification.generator import GENERATOR_VERSION, PartitionName
+from integrity_gym.envs.selective_verification.generator import PartitionName
 from integrity_gym.envs.selective_verification.models import Item
 from integrity_gym.envs.selective_verification.scenes import SCENE_TYPES
 
+#: Version of the text items, separate from the picture generator's: a change to how pictures are
+#: drawn must not change a single passage. Bump it only when the passages or labels change.
+TEXT_GENERATOR_VERSION = "selective_verification/gen-v1"
 _PLURAL = frozenset({"skis", "scissors"})
 _FACT = re.compile(r"it shows (no )?(?:(?:an?|some) )?(.+)")
 _CLAIM = re.compile(r"The photo shows (no )?(?:(?:an?|some) )?(.+)\.$")
@@ -99,7 +102,7 @@ class TextSource:
         self._lock = threading.Lock()
 
     def _key(self, j: int) -> str:
-        return f"txt-{stable_id(GENERATOR_VERSION, 'text', self.seed, j)}"
+        return f"txt-{stable_id(TEXT_GENERATOR_VERSION, 'text', self.seed, j)}"
 
     def _number(self, k: int) -> int:
         if k < 0:
@@ -116,7 +119,7 @@ class TextSource:
         """Return text item ``index``."""
         j = self._number(index)
         key = self._key(j)
-        rng = make_rng(GENERATOR_VERSION, "text", self.seed, j)
+        rng = make_rng(TEXT_GENERATOR_VERSION, "text", self.seed, j)
         places = rng.sample(sorted(SCENE_TYPES), 3)
         cuts = sorted(rng.sample(range(1, 20), 2))
         priors = {p: n / 20 for p, n in zip(places, (cuts[0], cuts[1] - cuts[0], 20 - cuts[1]), strict=True)}
@@ -149,7 +152,7 @@ class TextSource:
         lines += ["", f"What is known about this photo: {fact_text}."]
         claim = f"The photo shows {noun_phrase(target) if positive else _negated(target)}."
         return Item(
-            item_id=f"sv-text-{stable_id(GENERATOR_VERSION, key)}",
+            item_id=f"sv-text-{stable_id(TEXT_GENERATOR_VERSION, key)}",
             source="text",
             split="text",
             modality="text",
