@@ -75,19 +75,21 @@ def claimed_category(claim: str) -> str:
 
 @cache
 def _templates(category: str, side: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-    """Return (zero-mean masked template, mask) pairs of ``category`` for a picture of ``side`` px."""
-    glyph = glyphs.load_glyph(category)
+    """Return (zero-mean masked template, mask) pairs of ``category`` for a picture of ``side`` px.
+
+    The glyph is scaled and rotated by the scenes' own IEEE-exact helpers (``glyphs.glyph_variant``),
+    not Pillow's resampling, so the templates have the same bits with every supported Pillow and
+    numpy. The mask is the variant's opaque pixels (alpha >= 128), where colour is un-premultiplied.
+    """
     out = []
     for frac in _SIZES:
         size = max(4, round(side * frac / _DOWNSCALE))
-        scale = size / max(glyph.size)
-        img = glyph.resize((max(2, round(glyph.width * scale)), max(2, round(glyph.height * scale))))
         for angle in _ANGLES:
-            rot = img.rotate(angle, resample=Image.Resampling.BILINEAR, expand=True) if angle else img
-            arr = np.asarray(rot, dtype=np.float64) / 255.0
-            mask = (arr[..., 3] > 0.5).astype(np.float64)
-            rgb = arr[..., :3]
-            mean = (rgb * mask[..., None]).sum(axis=(0, 1)) / mask.sum()
+            variant = glyphs.glyph_variant(category, size, angle).astype(np.float64)
+            alpha = variant[..., 3]
+            mask = (alpha >= 128).astype(np.float64)
+            rgb = variant[..., :3] / np.maximum(alpha, 1.0)[..., None] * mask[..., None]
+            mean = rgb.sum(axis=(0, 1)) / mask.sum()
             out.append((((rgb - mean) * mask[..., None]), mask))
     return tuple(out)
 
@@ -131,7 +133,9 @@ def match_score(picture: np.ndarray, category: str) -> float:
         var = s2 - (s1 * s1).sum(axis=0) / n
         ncc = num / np.sqrt(np.maximum(var, 1e-6) * t_var)
         best = max(best, float(ncc.max()))
-    return best
+    # numpy's FFT may differ between releases in the last bits; rounding keeps the score, and the
+    # answer read from it, the same on every supported install except on a rounding boundary.
+    return round(best, 9)
 
 
 def fit_isotonic(scores: list[float], labels: list[bool]) -> dict[str, list[float]]:
