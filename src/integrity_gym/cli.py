@@ -104,7 +104,9 @@ def play(
 
 @app.command()
 def bench(
-    tasks: Annotated[str, typer.Option(help="Glob (or comma-separated globs) over task ids.")] = "*",
+    tasks: Annotated[
+        list[str] | None, typer.Option(help="Glob (or comma-separated globs) over task ids; repeatable [default: *].")
+    ] = None,
     agent: Annotated[
         str | None,
         typer.Option(
@@ -206,10 +208,11 @@ def bench(
                     result = resume_bench(resume, db_path=database, progress=live)
             else:
                 options = BenchConfig.build(
-                    tasks=tasks, agent=agent, episodes=len(seed_list) if seed_list else episodes, seed=seed,
-                    seeds=seed_list, epochs=epochs, partition=None if partition == "default" else partition,
-                    max_steps=max_steps, server=server, concurrency=concurrency, env_config=env_config,
-                    keep_observations=not no_observations, local_llm=local_llm, max_failures=max_failures,
+                    tasks=",".join(tasks or ["*"]), agent=agent, seed=seed, seeds=seed_list,
+                    episodes=len(seed_list) if seed_list else episodes, epochs=epochs,
+                    partition=None if partition == "default" else partition, max_steps=max_steps, server=server,
+                    concurrency=concurrency, env_config=env_config, keep_observations=not no_observations,
+                    local_llm=local_llm, max_failures=max_failures,
                 )  # fmt: skip
                 shown = llm_settings.model_name if llm_settings else agent
                 with LiveProgress(console, echo=echo, model=shown) as live:  # type: ignore[arg-type]

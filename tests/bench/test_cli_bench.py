@@ -17,6 +17,7 @@ VOLATILE = {"wall_s", "latency_s"}
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**(env or os.environ), "COLUMNS": "80"}  # what a piped or 80-column terminal gets
     return subprocess.run([*IGYM, *args], capture_output=True, text=True, timeout=300, env=env)
 
 
@@ -30,8 +31,14 @@ def stable(value: Any) -> Any:
 
 
 def replay_line(stdout: str) -> str:
+    """The printed reproduce command, its backslash-continued lines joined again."""
     lines = stdout.splitlines()
-    return lines[lines.index("reproduce with:") + 1]
+    out = []
+    for line in lines[lines.index("reproduce with:") + 1 :]:
+        out.append(line.strip().removesuffix("\\").strip())
+        if not line.endswith("\\"):
+            break
+    return " ".join(out)
 
 
 def test_a_run_reproduces_exactly_from_its_printed_command(tmp_path: Path) -> None:
@@ -43,25 +50,29 @@ def test_a_run_reproduces_exactly_from_its_printed_command(tmp_path: Path) -> No
     words = shlex.split(command)
     at = words.index("igym")
     env = {**os.environ, **dict(w.split("=", 1) for w in words[:at])}
-    assert words[at + 1] == "bench" and "--out" not in words
-    second = run(*words[at + 1 :], "--out", str(tmp_path / "b"), "--db", str(tmp_path / "db.sqlite"), env=env)
+    # The command keeps --out; replaying it into the same folder needs --overwrite.
+    assert words[at + 1] == "bench" and words[words.index("--out") + 1] == str(tmp_path / "a")
+    again = run(*words[at + 1 :], "--no-db", env=env)
+    said = " ".join(again.stdout.split())
+    assert again.returncode == 2 and "already holds a run" in said and "--overwrite" in said
+    words[words.index("--out") + 1] = str(tmp_path / "b")
+    second = run(*words[at + 1 :], "--db", str(tmp_path / "db.sqlite"), env=env)
     assert second.returncode == 0, second.stdout + second.stderr
     a, b = ((tmp_path / d / "episodes.jsonl").read_text().splitlines() for d in "ab")
     assert len(a) == 6
     assert [stable(json.loads(x)) for x in a] == [stable(json.loads(x)) for x in b]
     summaries = [json.loads((tmp_path / d / "summary.json").read_text()) for d in "ab"]
     assert summaries[0]["tasks"] == summaries[1]["tasks"] and summaries[0]["reproduce"] == command
-    assert replay_line(second.stdout) == command  # the replay replays itself
+    assert replay_line(second.stdout) == command.replace(str(tmp_path / "a"), str(tmp_path / "b"))
     with ResultsDB(tmp_path / "db.sqlite") as db:
         run_ids = [r["run_id"] for r in db.runs()]
     assert len(run_ids) == 2
     listed = run("runs", "--db", str(tmp_path / "db.sqlite"), "--tasks", "information_integrity/*")
-    assert (
-        listed.returncode == 0 and all(i in listed.stdout for i in run_ids) and "information/easy-v0" in listed.stdout
-    )
-    assert "gdpr" not in listed.stdout
+    # Full run ids and task names, in 80 columns.
+    assert listed.returncode == 0 and all(i in listed.stdout for i in run_ids) and "easy-v0" in listed.stdout
+    assert "gdpr" not in listed.stdout and max(map(len, listed.stdout.splitlines())) <= 80
     missing = run("runs", "--db", str(tmp_path / "none.sqlite"))
-    assert missing.returncode == 2 and "does not exist" in missing.stdout
+    assert missing.returncode == 2 and "does not exist" in " ".join(missing.stdout.split())
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_finished_episodes(tmp_path: Path) -> None:

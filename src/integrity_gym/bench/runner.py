@@ -36,11 +36,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from scipy.stats import t as student_t
 
-from integrity_gym.agents.base import make_agent
 from integrity_gym.bench import logs
 from integrity_gym.bench.records import EpisodeRecord, StepRecord, TaskSummary, Usage
+from integrity_gym.bench.setup import SetupError, build_agent, make_env, preflight, reset_options, select_tasks
 from integrity_gym.core.env import describe_validation_error
-from integrity_gym.core.registry import TaskSpec, get_spec, list_tasks, make
+from integrity_gym.core.registry import TaskSpec, get_spec
 from integrity_gym.core.seeding import data_mode
 from integrity_gym.core.types import Grade
 
@@ -50,10 +50,6 @@ _SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
 
 class RunInterrupted(Exception):
     """Raised inside an episode when the run is being stopped (Ctrl-C)."""
-
-
-class SetupError(ValueError):
-    """The run cannot start: a check before the first episode failed (the message says what to do)."""
 
 
 class BenchConfig(BaseModel):
@@ -115,15 +111,6 @@ def _action_text(env: Any, action: Any) -> str:
         return json.dumps(action, sort_keys=True, default=str)
 
 
-def build_agent(name: str, env: Any, seed: int, llm_settings: Any = None) -> Any:
-    """The agent ``name`` for ``env``; ``llm`` takes resolved settings so all episodes share them."""
-    if name == "llm":
-        from integrity_gym.agents.llm import LLMAgent
-
-        return LLMAgent(env, seed, settings=llm_settings)
-    return make_agent(name, env, seed=seed)
-
-
 def play_episode(
     spec: TaskSpec,
     config: BenchConfig,
@@ -149,8 +136,8 @@ def play_episode(
     truncated = False
     env: Any = None
     try:
-        env = _make_env(spec, config)
-        options = _reset_options(config)
+        env = make_env(spec, config)
+        options = reset_options(config)
         agent = build_agent(config.agent, env, seed, llm_settings)
         obs = env.reset(seed=seed, options=options)
         if config.keep_observations:
@@ -207,105 +194,6 @@ def play_episode(
         truncated=truncated, usage=Usage(**usage), reset_observation=reset_observation, trajectory=trajectory,
         wall_s=round(time.perf_counter() - started, 4), **outcome,
     )  # fmt: skip
-
-
-def _make_env(spec: TaskSpec, config: BenchConfig) -> Any:
-    if config.server:
-        return make(spec.id, url=config.server)
-    partition = {} if config.partition is None else {"partition": config.partition}
-    return make(spec.id, **{**partition, **config.env_config})
-
-
-def _reset_options(config: BenchConfig) -> dict[str, Any] | None:
-    # In-process the partition is env config; a server's envs only take it as a reset option,
-    # and every built-in env already defaults to "eval".
-    if config.server and config.partition not in (None, "eval"):
-        return {"partition": config.partition}
-    return None
-
-
-# ---------------------------------------------------------------------- checks before the first episode
-def select_tasks(pattern: str) -> list[TaskSpec]:
-    """Tasks matching ``pattern`` (comma-separated globs); an id without ``-vN`` means its newest version."""
-    chosen: dict[str, TaskSpec] = {}
-    for part in (p.strip() for p in pattern.split(",")):
-        if not part:
-            continue
-        found = list_tasks(part)
-        if not found and not any(c in part for c in "*?["):
-            try:
-                found = [get_spec(part)]  # what `igym play` accepts, e.g. information_integrity/easy
-            except KeyError:
-                found = []
-        chosen.update((s.id, s) for s in found)
-    if not chosen:
-        raise SetupError(f"no task matches {pattern!r}; `igym list` shows every task")
-    return list(chosen.values())
-
-
-def preflight(config: BenchConfig, specs: Sequence[TaskSpec], llm_settings: Any = None) -> None:
-    """Check, before any episode, everything that would make every episode fail.
-
-    The server answers ``/health``; every selected environment builds with the config and resets
-    on the first seed; the agent builds for it (unknown names, a missing ``llm`` extra); the model
-    endpoint answers. Raises ``SetupError`` with one message naming the problem and the fix.
-    """
-    import httpx
-
-    if config.server:
-        try:
-            httpx.get(config.server.rstrip("/") + "/health", timeout=10).raise_for_status()
-        except httpx.HTTPError as exc:
-            raise SetupError(
-                f"the server {config.server} does not answer /health ({type(exc).__name__}: {exc}); "
-                "start it with `igym serve` or fix --server"
-            ) from exc
-    checked: set[str] = set()
-    for spec in specs:
-        if spec.env in checked:
-            continue
-        checked.add(spec.env)
-        env: Any = None
-        try:
-            try:
-                env = _make_env(spec, config)
-                env.reset(seed=config.seed_list()[0], options=_reset_options(config))
-            except Exception as exc:
-                raise SetupError(
-                    f"{spec.id} cannot start: {type(exc).__name__}: {exc}"
-                    + ("; fix --config or choose other --tasks" if config.env_config else "")
-                ) from exc
-            try:
-                build_agent(config.agent, env, 0, llm_settings)
-            except ImportError as exc:
-                raise SetupError(str(exc)) from exc
-            except Exception as exc:
-                raise SetupError(f"agent {config.agent!r} cannot play {spec.id}: {exc}") from exc
-        finally:
-            if env is not None:
-                env.close()
-    if config.agent == "llm" and llm_settings is not None:
-        _check_endpoint(llm_settings)
-
-
-def _check_endpoint(settings: Any) -> None:
-    """The model endpoint answers at all, and does not refuse the key (GET /models)."""
-    import httpx
-
-    url = settings.api_base_url.rstrip("/") + "/models"
-    headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
-    try:
-        response = httpx.get(url, headers=headers, timeout=min(30.0, settings.timeout_s))
-    except httpx.HTTPError as exc:
-        raise SetupError(
-            f"the model endpoint {settings.api_base_url} cannot be reached ({type(exc).__name__}: {exc}); "
-            "check --base-url (API_BASE_URL), or use --local-llm"
-        ) from exc
-    if response.status_code in (401, 403):
-        raise SetupError(
-            f"the model endpoint {settings.api_base_url} refused the key ({response.status_code}); "
-            "set HF_TOKEN or OPENAI_API_KEY"
-        )
 
 
 # ---------------------------------------------------------------------- aggregation
@@ -523,7 +411,10 @@ def reproduce_command(
 ) -> str:
     """One shell line that plays exactly the same episodes again (into ``out``, when one was chosen)."""
     parts = [f"{k}={shlex.quote(v)}" for k, v in env_vars.items()]
-    parts += ["igym", "bench", "--tasks", shlex.quote(",".join(s.id for s in specs)), "--agent", config.agent]
+    parts += ["igym", "bench"]
+    for spec in specs:  # one option per task, so the printed command breaks between them
+        parts += ["--tasks", shlex.quote(spec.id)]
+    parts += ["--agent", config.agent]
     if config.seeds is not None:
         parts += ["--seeds", ",".join(map(str, config.seeds))]
     else:

@@ -1,0 +1,186 @@
+"""igym bench behaves like the evaluation tools researchers already use: checked setup, exit codes,
+no silent overwrite, resume after a crash, repeats, 80-column output."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from integrity_gym import make
+from integrity_gym.bench.display import print_summary, runs_tables, shell_lines
+from integrity_gym.bench.results import ResultsDB
+from integrity_gym.bench.runner import BenchConfig, SetupError, pass_at_k, run_bench
+from tests.bench.test_cli_bench import run, stable
+
+GDPR = "pii_redaction/gdpr_contract_easy-v0"
+
+
+def no_run_left(tmp_path: Path, out: Path, db: Path) -> None:
+    assert not out.exists(), "a refused run must write nothing"
+    if db.exists():
+        with ResultsDB(db) as results:
+            assert results.runs() == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--agent", "gpt5"], "unknown agent 'gpt5'"),
+        (["--config", "window_size=abc"], "fix --config"),
+        (["--server", "http://127.0.0.1:9"], "does not answer /health"),
+        (["--agent", "llm", "--base-url", "http://127.0.0.1:9/v1"], "cannot be reached"),
+        (["--model", "m", "--agent", "heuristic"], "for --agent llm"),
+    ],
+)
+def test_setup_errors_stop_the_run_before_any_episode(tmp_path: Path, args: list[str], message: str) -> None:
+    out, db = tmp_path / "run", tmp_path / "db.sqlite"
+    result = run("bench", "--tasks", GDPR, "--episodes", "2", "--out", str(out), "--db", str(db), *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in " ".join(result.stdout.split()) and "Traceback" not in result.stderr
+    assert result.stdout.count("error:") == 1  # one message, not one per episode
+    no_run_left(tmp_path, out, db)
+
+
+def test_a_missing_extra_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from integrity_gym.cli import app
+
+    monkeypatch.setitem(sys.modules, "openai", None)  # as if the llm extra were not installed
+    result = CliRunner().invoke(app, ["bench", "--agent", "llm", "--tasks", GDPR, "--no-db"])
+    assert result.exit_code == 2 and "pip install 'integrity-gym[llm]'" in " ".join(result.output.split())
+    with pytest.raises(SetupError, match=r"integrity-gym\[llm\]"):
+        run_bench(bench=BenchConfig.build(tasks=GDPR, agent="llm"))
+
+
+def test_out_is_never_overwritten_silently_and_bad_paths_are_clear(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    first = run("bench", "--tasks", GDPR, "--episodes", "1", "--out", str(out), "--no-db", "--echo", "none")
+    assert first.returncode == 0
+    before = (out / "config.json").read_text()
+    again = run("bench", "--tasks", GDPR, "--episodes", "2", "--out", str(out), "--no-db")
+    assert again.returncode == 2 and "already holds a run" in " ".join(again.stdout.split())
+    assert (out / "config.json").read_text() == before
+    forced = run("bench", "--tasks", GDPR, "--episodes", "2", "--out", str(out), "--no-db", "--overwrite")
+    assert forced.returncode == 0 and len((out / "episodes.jsonl").read_text().splitlines()) == 2
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    unwritable = run("bench", "--tasks", GDPR, "--out", str(blocker / "run"), "--no-db")
+    assert unwritable.returncode == 2 and "cannot write the run folder" in " ".join(unwritable.stdout.split())
+    assert "Traceback" not in unwritable.stdout + unwritable.stderr
+    junk_db = tmp_path / "junk.sqlite"
+    junk_db.write_bytes(b"not sqlite" * 100)
+    bad_db = run("bench", "--tasks", GDPR, "--out", str(tmp_path / "r2"), "--db", str(junk_db))
+    assert bad_db.returncode == 2 and "not an integrity-gym results database" in " ".join(bad_db.stdout.split())
+    assert not (tmp_path / "r2").exists()
+
+
+def test_resume_after_kill_9_plays_only_what_is_missing_and_matches_an_uninterrupted_run(tmp_path: Path) -> None:
+    args = ["--tasks", "pii_redaction/security*", "--episodes", "60", "--seed", "3", "--echo", "none"]
+    out, db = tmp_path / "killed", tmp_path / "db.sqlite"
+    process = subprocess.Popen([sys.executable, "-m", "integrity_gym", "bench", *args, "--out", str(out),
+                                "--db", str(db)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    episodes = out / "episodes.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        if episodes.is_file() and len(episodes.read_text().splitlines()) >= 5:
+            break
+        time.sleep(0.02)
+    assert process.poll() is None, "the run ended before it could be killed"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+    kept = len(episodes.read_text().splitlines())
+    assert 5 <= kept < 60 and not (out / "summary.json").exists()
+    with ResultsDB(db) as results:
+        assert results.runs()[0]["status"] == "running"
+    resumed = run("bench", "--resume", str(out), "--db", str(db), "--echo", "none")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "kept from before" in resumed.stdout
+    whole = run("bench", *args, "--out", str(tmp_path / "whole"), "--no-db")
+    assert whole.returncode == 0
+    a, b = (json.loads((d / "summary.json").read_text()) for d in (out, tmp_path / "whole"))
+    assert a["tasks"] == b["tasks"] and a["tiers"] == b["tiers"] and a["status"] == b["status"] == "complete"
+    ra, rb = ((d / "episodes.jsonl").read_text().splitlines() for d in (out, tmp_path / "whole"))
+    assert [stable(json.loads(x)) for x in ra] == [stable(json.loads(x)) for x in rb]
+    with ResultsDB(db) as results:
+        (row,) = results.runs()
+        assert (row["status"], row["episodes_done"], row["episodes_failed"]) == ("complete", 60, 0)
+    # Resuming a finished run plays nothing more.
+    finished = run("bench", "--resume", str(out), "--no-db", "--echo", "none")
+    assert finished.returncode == 0 and json.loads((out / "summary.json").read_text())["tasks"] == a["tasks"]
+
+
+def test_resume_of_a_folder_without_a_run_is_a_clear_error(tmp_path: Path) -> None:
+    result = run("bench", "--resume", str(tmp_path), "--no-db")
+    assert result.returncode == 2 and "no run to resume" in " ".join(result.stdout.split())
+
+
+def test_epochs_repeat_items_and_report_pass_at_k(tmp_path: Path) -> None:
+    bench = BenchConfig.build(tasks=GDPR, agent="random", episodes=3, epochs=4)
+    result = run_bench(bench=bench, out_dir=tmp_path)
+    assert [(r.seed, r.epoch) for r in result.records if r.index % 3 == 0] == [(0, e) for e in range(4)]
+    assert len(result.records) == 12 and len({r.index for r in result.records}) == 12
+    s = result.summaries[GDPR]
+    assert s.epochs == 4 and s.pass_at_k is not None and set(s.pass_at_k) == {"1", "2", "3", "4"}
+    assert s.pass_at_k["1"] == pytest.approx(s.success_rate)  # pass@1 is the success rate
+    assert list(s.pass_at_k.values()) == sorted(s.pass_at_k.values())
+    assert "--epochs 4" in result.command
+    # The unbiased estimator (Chen et al.): 5 plays, 2 successes.
+    assert pass_at_k(5, 2, 1) == pytest.approx(0.4) and pass_at_k(5, 2, 2) == pytest.approx(0.7)
+    assert pass_at_k(5, 2, 4) == 1.0 and pass_at_k(5, 0, 3) == 0.0
+
+
+def test_task_ids_without_version_mean_the_newest(tmp_path: Path) -> None:
+    result = run_bench(bench=BenchConfig.build(tasks="information_integrity/easy", episodes=1), out_dir=tmp_path)
+    assert list(result.summaries) == ["information_integrity/easy-v0"]
+
+
+def test_every_table_fits_80_columns(tmp_path: Path) -> None:
+    # The longest task names of every environment (and selective verification's long metric list).
+    bench = BenchConfig.build(tasks="pii_redaction/*,information_integrity/*,selective_verification/text*",
+                              agent="heuristic", episodes=1)  # fmt: skip
+    result = run_bench(bench=bench, out_dir=tmp_path / "run", db_path=tmp_path / "db.sqlite")
+    console = Console(width=80, record=True, force_terminal=False)
+    print_summary(console, result)
+    text = console.export_text()
+    assert max(map(len, text.splitlines())) <= 80
+    for spec_id in result.summaries:  # every task named whole
+        assert spec_id.split("/", 1)[1] in text
+    with ResultsDB(tmp_path / "db.sqlite") as db:
+        rows, runs = db.task_summaries(), db.runs()
+    console = Console(width=80, record=True)
+    for table in runs_tables(runs * 12, rows, width=80):
+        console.print(table)
+    shown = console.export_text()
+    assert max(map(len, shown.splitlines())) <= 80 and result.run_id in shown and "runs 1-" in shown
+    assert all(len(line) <= 78 for line in shell_lines(result.command))
+    assert " ".join(x.removesuffix("\\").strip() for x in shell_lines(result.command)) == result.command
+    listed = run("list")
+    assert listed.returncode == 0 and max(map(len, listed.stdout.splitlines())) <= 80
+
+
+def test_version_and_play_help() -> None:
+    version = run("--version")
+    assert version.returncode == 0 and version.stdout.startswith("integrity-gym ")
+    played = subprocess.run([sys.executable, "-m", "integrity_gym", "play", "selective_verification/text-v0"],
+                            input="help\n?\nquit\n", capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert played.returncode == 0 and "quit ends the episode" in played.stdout
+    assert "reward" not in played.stdout.split("quit ends the episode", 1)[1].split("grade")[0]  # nothing played
+
+
+def test_step_results_unpack_like_gym() -> None:
+    env = make(GDPR)
+    env.reset(seed=0)
+    result = env.step("FINISH")
+    observation, reward, done, info = result
+    assert observation is result.observation and reward == result.reward
+    assert done is True and info is result.info
+    assert result.model_dump()["done"] is True  # pydantic's own serialisation is unchanged
