@@ -144,7 +144,9 @@ def bench(
     ] = None,
     db: Annotated[Path, typer.Option(help="SQLite results database.")] = Path("outputs/results.sqlite"),
     no_db: Annotated[bool, typer.Option("--no-db", help="Do not record the run in the database.")] = False,
-    echo: Annotated[str, typer.Option(help="Log lines shown: none, end (one per episode), all.")] = "end",
+    echo: Annotated[
+        str, typer.Option(help="Log lines echoed: none, end (one per episode), all (run.log has them all).")
+    ] = "none",
     no_observations: Annotated[
         bool, typer.Option("--no-observations", help="Leave observations out of episodes.jsonl.")
     ] = False,

@@ -14,6 +14,7 @@ def test_a_run_against_the_server_plays_the_same_episodes_as_in_process(tmp_path
     with running_server(cli=True) as server:
         bench = BenchConfig.build(tasks=TASKS, episodes=2, seed=21, max_steps=30, server=server.url, concurrency=3)
         remote = run_bench(bench=bench, out_dir=tmp_path / "b")
-    assert remote.status == "complete" and all(r["error"] is None for r in remote.records)
-    assert [stable(r) | {"agent": 0} for r in local.records] == [stable(r) | {"agent": 0} for r in remote.records]
+    assert remote.status == "complete" and all(r.error is None for r in remote.records)
+    a, b = ([stable(r.model_dump(mode="json")) | {"agent": 0} for r in run.records] for run in (local, remote))
+    assert a == b
     assert remote.config.server == server.url and f"--server {server.url}" in remote.command

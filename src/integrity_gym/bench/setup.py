@@ -102,7 +102,8 @@ def preflight(config: BenchConfig, specs: Sequence[TaskSpec], llm_settings: Any 
             except ImportError as exc:
                 raise SetupError(str(exc)) from exc
             except Exception as exc:
-                raise SetupError(f"agent {config.agent!r} cannot play {spec.id}: {exc}") from exc
+                hint = "; to evaluate a model, use --model NAME" if "unknown agent" in str(exc) else ""
+                raise SetupError(f"agent {config.agent!r} cannot play {spec.id}: {exc}{hint}") from exc
         finally:
             if env is not None:
                 env.close()
