@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from integrity_gym.bench import plots
 from integrity_gym.bench.report import load_run, parse_trace_choices, write_markdown, write_report
 from integrity_gym.bench.runner import BenchConfig, run_bench
 
@@ -34,12 +35,12 @@ def test_the_html_report_is_self_contained_with_every_figure(runs: list[Path], t
     text = page.read_text()
     images = re.findall(r"src='data:image/png;base64,([^']+)'", text)
     headings = re.findall(r"<figure><h2>([^<]+)</h2>", text)
-    assert headings == ["Grade by task", "Grade dimensions", "Step-reward traces", "Mean vs variance",
-                        "Reliability diagram", "Risk-coverage"]  # fmt: skip
+    assert headings == ["Grade by task", "Selective verification: skill", "Grade dimensions", "Step-reward traces",
+                        "Mean vs variance", "Reliability diagram", "Risk-coverage"]  # fmt: skip
     for data in images:
         with Image.open(BytesIO(base64.b64decode(data))) as image:
             assert image.format == "PNG" and image.width > 300 and image.height > 200
-    for name in ("grades", "radar", "traces", "variance", "reliability", "risk_coverage"):
+    for name in ("grades", "skill", "radar", "traces", "variance", "reliability", "risk_coverage"):
         assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "src='http" not in text and "<link" not in text  # nothing fetched from elsewhere
     # One table per run, side by side in the page, with thresholds, and the replay command.
@@ -83,3 +84,77 @@ def test_report_command(runs: list[Path], tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "integrity_gym", "report", str(tmp_path)], capture_output=True,
                          text=True, timeout=300)  # fmt: skip
     assert bad.returncode == 2 and "no summary.json" in bad.stdout
+
+
+SELECTIVE = "selective_verification/text-v0"
+
+
+def expected_skill_cell(run_folder: Path) -> str:
+    m = load_run(run_folder).summary["tasks"][SELECTIVE]["metrics"]
+    assert m["skill_ci_low"] < m["skill_ci_high"]  # four episodes: a real interval
+    interval = f"[{m['skill_ci_low']:.3f}, {m['skill_ci_high']:.3f}]"
+    return f"skill {m['skill']:.3f} {interval}; blind_skill {m['blind_skill']:.3f}"
+
+
+def test_selective_tables_carry_skill_with_its_interval_and_the_blind_skill(runs: list[Path], tmp_path: Path) -> None:
+    loaded = [load_run(p) for p in runs]
+    page = write_report(loaded, tmp_path / "html").read_text()
+    md = write_markdown(loaded[2:], tmp_path / "results.md", tmp_path / "assets").read_text()
+    for folder in runs:
+        cell = expected_skill_cell(folder)
+        # Each run's own table, and the side-by-side table, once each.
+        assert page.count(cell) == 2, cell
+    (row,) = [line for line in md.splitlines() if line.startswith(f"| `{SELECTIVE}`")]
+    assert expected_skill_cell(runs[2]) in row and "n=4" in row
+    # Tasks of other environments have no skill.
+    (pii,) = [line for line in md.splitlines() if line.startswith("| `pii_redaction/")]
+    assert "skill" not in pii
+
+
+def test_the_skill_figure_needs_selective_tasks_and_draws_one_point_per_task_and_run(
+    runs: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loaded = [load_run(p) for p in runs]
+    drawn: list[tuple[float, float | None]] = []
+    lines: list[float] = []
+    notes: list[str] = []
+    import matplotlib.axes
+
+    original_errorbar, original_axhline = matplotlib.axes.Axes.errorbar, matplotlib.axes.Axes.axhline
+    original_annotate = matplotlib.axes.Axes.annotate
+
+    def annotate(self, text, *args, **kwargs):  # type: ignore[no-untyped-def]
+        notes.append(text)
+        return original_annotate(self, text, *args, **kwargs)
+
+    def errorbar(self, x, y, yerr=None, **kwargs):  # type: ignore[no-untyped-def]
+        drawn.append((float(y[0]), None if yerr is None else float(yerr[0][0] + yerr[1][0])))
+        return original_errorbar(self, x, y, yerr=yerr, **kwargs)
+
+    def axhline(self, y=0, *args, **kwargs):  # type: ignore[no-untyped-def]
+        lines.append(float(y))
+        return original_axhline(self, y, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "errorbar", errorbar)
+    monkeypatch.setattr(matplotlib.axes.Axes, "axhline", axhline)
+    monkeypatch.setattr(matplotlib.axes.Axes, "annotate", annotate)
+    path = plots.selective_skill(loaded, tmp_path / "skill.png")
+    assert path is not None and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    expected = []
+    for run in loaded:
+        m = run.summary["tasks"][SELECTIVE]["metrics"]
+        expected.append((m["skill"], m["skill_ci_high"] - m["skill_ci_low"]))
+    assert drawn == [pytest.approx(e) for e in expected] and lines == [0.0]
+    assert all(f"n={run.summary['tasks'][SELECTIVE]['episodes']}" in notes for run in loaded)
+    without = [run for run in loaded if SELECTIVE in run.summary["tasks"]]
+    for run in without:
+        run.summary["tasks"] = {k: v for k, v in run.summary["tasks"].items() if not k.startswith("selective")}
+    assert plots.selective_skill(without, tmp_path / "none.png") is None
+
+
+def test_the_radar_has_no_selective_axis_that_is_not_a_score(runs: list[Path]) -> None:
+    loaded = [load_run(p) for p in runs]
+    # Stated confidence, coverage and correctness among all items rise by answering everything
+    # at confidence 1, which the grade punishes: they are not axes, and nothing else is left.
+    assert plots.dimensions(loaded, "selective_verification") == []
+    assert len(plots.dimensions(loaded, "pii_redaction")) >= 3

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 #: Breakdown keys that describe an item or a setting, or where lower is better: never a radar axis.
 _NOT_DIMENSIONS = ("leak", "error", "malformed", "repair", "abstain", "claim_true", "blind", "q_star", "threshold",
                    "brier", "probability", "premature", "false_", "reward", "over_redacted")  # fmt: skip
+#: Per environment, breakdown keys that are not scores. Selective verification's stated confidence,
+#: coverage and correctness rise when an agent answers everything at confidence 1, which its proper
+#: grade punishes: as radar axes they drew a 135M model's polygon around a better heuristic's.
+_NOT_DIMENSIONS_BY_ENV = {"selective_verification": ("confidence", "answered", "correct", "coverage")}
 
 
 def _plt() -> Any:
@@ -103,6 +107,68 @@ def grades_by_task(runs: Sequence[RunData], path: Path, references: References |
     return _save(fig, path)
 
 
+def selective_skill(runs: Sequence[RunData], path: Path) -> Path | None:
+    """Selective verification: skill over always abstaining per task and run, with 95% whiskers.
+
+    Skill 0 (a line) is the always-abstain floor; a dashed tick per task marks its threshold skill
+    and a black diamond the blind baseline's skill (the claim text alone) on the same items.
+    """
+    tasks = [t for t in task_order(runs) if any(selective_figures(r, t) for r in runs)]
+    if not tasks:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(tasks) + 2), 4.2))
+    width = 0.8 / len(runs)
+    x = np.arange(len(tasks))
+    lowest = 0.0  # the y axis reaches below 0 when a point, interval or blind marker does
+    for k, (run, color) in enumerate(zip(runs, _colors(len(runs)), strict=True)):
+        offset = (k - (len(runs) - 1) / 2) * width
+        for i, task_id in enumerate(tasks):
+            fig_ = selective_figures(run, task_id)
+            if fig_ is None:
+                continue
+            point, low, high = fig_["skill"], fig_["skill_ci_low"], fig_["skill_ci_high"]
+            yerr = None if low is None or high is None else [[point - low], [high - point]]
+            # Every point carries the run's label; the legend below keeps one entry per label.
+            ax.errorbar([i + offset], [point], yerr=yerr, fmt="o", color=color, capsize=3, markersize=6,
+                        label=run.display)  # fmt: skip
+            ax.annotate(f"n={fig_['episodes']}", (i + offset, point if low is None else low), fontsize=6,
+                        xytext=(0, -9), textcoords="offset points", ha="center", color=color)  # fmt: skip
+            lowest = min(lowest, point if low is None else low)
+            blind = fig_.get("blind_skill")
+            if blind is not None:
+                ax.plot([i + offset], [blind], marker="D", color="black", markersize=5, linestyle="none",
+                        label="blind baseline (claim text only)" if k == 0 and i == 0 else None)  # fmt: skip
+                lowest = min(lowest, blind)
+    for i, task_id in enumerate(tasks):
+        bar = next((f["threshold_skill"] for r in runs if (f := selective_figures(r, task_id))
+                    and f.get("threshold_skill") is not None), None)  # fmt: skip
+        if bar is not None:
+            ax.hlines(bar, i - 0.45, i + 0.45, colors="crimson", linestyles="--", linewidth=1.5,
+                      label="threshold skill" if i == 0 else None)  # fmt: skip
+    ax.axhline(0.0, color="dimgray", linestyle=":", linewidth=1.4, label="always abstain (skill 0)")
+    ax.set_xticks(x, [_short(t) for t in tasks], rotation=30, ha="right")
+    ax.set_ylim(min(-0.1, lowest - 0.08), 1.05)
+    ax.set_ylabel("skill over always abstaining (95% interval)")
+    ax.set_title("Selective verification: skill = (mean grade - abstain reward) / (1 - abstain reward)", fontsize=9)
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    ax.legend(unique.values(), unique.keys(), fontsize=8, loc="upper right", bbox_to_anchor=(1.0, -0.35),
+              ncol=min(3, len(unique)))  # fmt: skip
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def selective_figures(run: RunData, task_id: str) -> dict[str, Any] | None:
+    """A task's skill figures from the run's summary (``skill``, its interval, n, ...), or None."""
+    entry = run.summary.get("tasks", {}).get(task_id) or {}
+    metrics = entry.get("metrics") or {}
+    if metrics.get("skill") is None:
+        return None
+    keys = ("skill", "skill_ci_low", "skill_ci_high", "blind_skill", "threshold_skill", "abstain_reward")
+    return {**{k: metrics.get(k) for k in keys}, "episodes": entry.get("episodes")}
+
+
 def dimensions(runs: Sequence[RunData], env: str) -> list[str]:
     """Radar axes of ``env``: breakdown values in [0, 1] where higher is better and that vary."""
     values: dict[str, list[float]] = {}
@@ -112,7 +178,8 @@ def dimensions(runs: Sequence[RunData], env: str) -> list[str]:
                 values.setdefault(key, []).append(float(value))
     keys = [
         k for k, v in values.items()
-        if not any(w in k for w in _NOT_DIMENSIONS) and min(v) >= 0.0 and max(v) <= 1.0
+        if not any(w in k for w in (*_NOT_DIMENSIONS, *_NOT_DIMENSIONS_BY_ENV.get(env, ())))
+        and min(v) >= 0.0 and max(v) <= 1.0
     ]  # fmt: skip
     varying = [k for k in keys if max(values[k]) - min(values[k]) > 1e-12]
     return (varying if len(varying) >= 3 else keys)[:8]

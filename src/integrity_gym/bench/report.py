@@ -24,7 +24,13 @@ from integrity_gym.bench.runner import separation_text
 FIGURES = (
     ("grades", "Grade by task", "Mean grade of each task per run; whiskers are 95% intervals over episodes, "
      "dashed red ticks the task's success threshold."),
-    ("radar", "Grade dimensions", "Mean of each grade dimension per environment; one polygon per run."),
+    ("skill", "Selective verification: skill", "Skill over always abstaining per task and run: (mean grade - "
+     "abstain reward) / (1 - abstain reward); whiskers are 95% bootstrap intervals over episodes. Dotted at 0, "
+     "always abstaining; dashed red, the task's threshold skill; black diamonds, the blind baseline (claim text "
+     "only) on the same items."),
+    ("radar", "Grade dimensions", "Mean of each grade dimension where higher is better, per environment; one "
+     "polygon per run. Selective verification has no such dimension besides its grade (stated confidence and "
+     "coverage are not scores): see its skill figure."),
     ("traces", "Step-reward traces", "One episode per task and run (the best-graded unless chosen with "
      "--trace): dots are step rewards, lines the running return."),
     ("variance", "Mean vs variance", ""),
@@ -207,6 +213,7 @@ def draw_figures(
     models = merge_by_label(runs)
     out: dict[str, Path | None] = {
         "grades": plots.grades_by_task(models, out_dir / "grades.png", references),
+        "skill": plots.selective_skill(models, out_dir / "skill.png"),
         "radar": plots.radar(models, out_dir / "radar.png"),
         "traces": plots.reward_traces(models, out_dir / "traces.png", chosen),
     }
@@ -231,6 +238,17 @@ def _variance_caption(runs: Sequence[RunData]) -> str:
             "standard deviation. Pass several runs of the same model to see run-to-run variance.")  # fmt: skip
 
 
+def skill_cell(summary: dict[str, Any]) -> str:
+    """``skill [lo, hi]; blind b`` of a selective-verification task summary, or '' for other tasks."""
+    metrics = summary.get("metrics") or {}
+    if metrics.get("skill") is None:
+        return ""
+    low, high = metrics.get("skill_ci_low"), metrics.get("skill_ci_high")
+    interval = "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
+    blind = metrics.get("blind_skill")
+    return f"skill {metrics['skill']:.3f}{interval}" + ("" if blind is None else f"; blind_skill {blind:.3f}")
+
+
 def _run_table(run: RunData) -> str:
     rows = []
     for task_id in run.tasks:
@@ -243,11 +261,11 @@ def _run_table(run: RunData) -> str:
                 html.escape(task_id), s.get("tier", ""), s.get("episodes", 0), s.get("failed", 0),
                 f"<b class='{'ok' if reached else 'no'}'>{_f(s.get('mean_score'))}</b> ± {_f(s.get('std_score'))}",
                 _f(s.get("threshold"), ".2f"), _f(s.get("success_rate"), ".0%"), _f(s.get("mean_return"), "+.3f"),
-                _f(s.get("mean_steps"), ".1f"), f"<small>{html.escape(shown)}</small>",
+                _f(s.get("mean_steps"), ".1f"), html.escape(skill_cell(s)), f"<small>{html.escape(shown)}</small>",
             )) + "</tr>"
         )  # fmt: skip
     head = "".join(f"<th>{h}</th>" for h in ("task", "tier", "n", "failed", "grade ± sd", "threshold", "success",
-                                               "return", "steps", "env metrics"))  # fmt: skip
+                                               "return", "steps", "skill [95%]", "env metrics"))  # fmt: skip
     sep = run.summary.get("tier_separation", {})
     checks = []
     for env, v in sep.items():
@@ -282,8 +300,10 @@ def _comparison_table(runs: Sequence[RunData], references: References | None = N
                 cells.append("<td>–</td>")
                 continue
             ok = threshold is not None and s["mean_score"] >= threshold
+            skill = skill_cell(s)
             cells.append(f"<td><b class='{'ok' if ok else 'no'}'>{s['mean_score']:.3f}</b> ± {_f(s.get('std_score'))}"
-                         f" <small>n={s['episodes']}</small></td>")  # fmt: skip
+                         f" <small>n={s['episodes']}</small>"
+                         + (f"<br><small>{html.escape(skill)}</small>" if skill else "") + "</td>")  # fmt: skip
         if references:
             cells += [
                 f"<td>{html.escape(ref.cell()) if ref else '–'}</td>" for ref in references.get(task_id, (None, None))
@@ -366,7 +386,9 @@ def results_markdown(
             elif len(found) == 1:
                 s = found[0]
                 rate = "" if s.get("success_rate") is None else f"{_f(s['success_rate'], '.0%')}, "
-                cells.append(f"{s['mean_score']:.3f} ± {_f(s.get('std_score'))} ({rate}n={s['episodes']})")
+                skill = skill_cell(s)
+                cells.append(f"{s['mean_score']:.3f} ± {_f(s.get('std_score'))} ({rate}n={s['episodes']})"
+                             + (f"; {skill}" if skill else ""))  # fmt: skip
             else:
                 means = [float(s["mean_score"]) for s in found]
                 mean = sum(means) / len(means)
@@ -379,7 +401,9 @@ def results_markdown(
     lines.append("")
     lines.append(
         "Cells: mean grade ± standard deviation over episodes (success rate against the threshold, episodes). "
-        "Selective verification has no per-episode success: its threshold applies to the task's mean grade."
+        "Selective verification has no per-episode success: its threshold applies to the task's mean grade; its "
+        "cells add skill over always abstaining [95% bootstrap interval] and the blind baseline's skill "
+        "(claim text only) on the same items."
     )
     if references:
         lines.append(
