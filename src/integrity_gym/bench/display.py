@@ -103,15 +103,24 @@ def short_task(task_id: str) -> str:
 
 
 def shell_lines(command: str, width: int = 78) -> list[str]:
-    """A long shell command broken with backslashes into lines of at most ``width`` characters."""
+    """A long shell command broken with backslashes into lines of at most ``width`` characters.
+
+    An option stays on the line of its value; quoted values stay whole.
+    """
+    units: list[str] = []
+    for word in shlex.split(command, posix=False):
+        if units and units[-1].startswith("--") and " " not in units[-1] and not word.startswith("--"):
+            units[-1] += " " + word
+        else:
+            units.append(word)
     lines: list[str] = []
     current = ""
-    for word in shlex.split(command, posix=False):  # quoted values stay whole
-        if current and len(current) + 1 + len(word) > width - 2:
+    for unit in units:
+        if current and len(current) + 1 + len(unit) > width - 2:
             lines.append(current + " \\")
-            current = "  " + word
+            current = "  " + unit
         else:
-            current = f"{current} {word}" if current else word
+            current = f"{current} {unit}" if current else unit
     lines.append(current)
     return lines
 
@@ -137,9 +146,9 @@ def print_summary(console: Console, result: RunResult) -> None:
     epochs = result.config.epochs
     for env, rows in by_env.items():
         extra = "pass@k" if epochs > 1 else "return"
-        table = _table(env, "task", "n", "fail", "grade ± sd", "thr", "success", extra, "steps")
+        table = _table(env, "task", "n", "fail", "grade", "sd", "thr", "success", extra, "steps")
         for task_id, s in rows:
-            grade = _f(s.mean_score) + ("" if s.std_score is None else f" ± {s.std_score:.3f}")
+            grade = _f(s.mean_score)
             reached = s.mean_score is not None and s.mean_score >= s.threshold
             if epochs > 1:
                 last = s.pass_at_k or {}
@@ -148,7 +157,7 @@ def print_summary(console: Console, result: RunResult) -> None:
                 extra_cell = _f(s.mean_return, "+.2f")
             table.add_row(
                 short_task(task_id), str(s.episodes), f"[red]{s.failed}[/red]" if s.failed else "0",
-                f"[green]{grade}[/green]" if reached else grade, f"{s.threshold:.2f}",
+                f"[green]{grade}[/green]" if reached else grade, _f(s.std_score), f"{s.threshold:.2f}",
                 "n/a" if s.success_rate is None else f"{s.success_rate:.0%}", extra_cell, _f(s.mean_steps, ".1f"),
             )  # fmt: skip
         console.print(table)
