@@ -16,8 +16,8 @@ def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
 
 def test_list_shows_every_task_with_threshold_and_step_limit() -> None:
     out = run("list").stdout
-    for spec in integrity_gym.list_tasks():
-        assert spec.id in out
+    for spec in integrity_gym.list_tasks():  # a table per environment, titled with its name
+        assert spec.env in out and f" {spec.id.split('/', 1)[1]} " in out
     assert "0.90" in out and "40" in out
 
 

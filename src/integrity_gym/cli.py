@@ -45,11 +45,11 @@ def _main(
 
 @app.command("list")
 def list_command(pattern: Annotated[str, typer.Argument(help="Glob over task ids.")] = "*") -> None:
-    """List registered tasks with their success thresholds and step limits."""
-    table = Table(Column("task", no_wrap=True), "tier", "threshold", "max steps", "description")
-    for spec in list_tasks(pattern):
-        table.add_row(spec.id, spec.tier, f"{spec.success_threshold:.2f}", str(spec.max_steps), spec.description)
-    console.print(table)
+    """List registered tasks, one table per environment: tier, success threshold, step limit, description."""
+    from integrity_gym.bench.display import tasks_tables
+
+    for table in tasks_tables(list_tasks(pattern)):
+        console.print(table)
 
 
 HELP_WORDS = frozenset({"help", "?", "h"})

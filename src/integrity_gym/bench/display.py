@@ -229,3 +229,19 @@ def runs_tables(runs: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, A
             table.add_row(short_task(task_id), *values)
         tables.append(table)
     return tables
+
+
+def tasks_tables(specs: Sequence[TaskSpec]) -> list[Table]:
+    """``igym list``: a table per environment; the description wraps in what 80 columns leave."""
+    by_env: dict[str, list[TaskSpec]] = {}
+    for spec in specs:
+        by_env.setdefault(spec.env, []).append(spec)
+    tables = []
+    for env, rows in by_env.items():
+        table = _table(env, "task", "tier", "thr", "steps", "description")
+        table.columns[1].justify = table.columns[4].justify = "left"
+        for spec in rows:
+            table.add_row(short_task(spec.id), spec.tier, f"{spec.success_threshold:.2f}", str(spec.max_steps),
+                          spec.description)  # fmt: skip
+        tables.append(table)
+    return tables
