@@ -328,7 +328,7 @@ def runs(
         "outputs/results.sqlite"
     ),
     tasks: Annotated[str, typer.Option(help="Glob over task ids to compare.")] = "*",
-    last: Annotated[int, typer.Option(min=1, help="Show the newest N runs.")] = 5,
+    last: Annotated[int, typer.Option(min=1, help="Show the newest N runs.")] = 10,
 ) -> None:
     """Compare recorded runs: a table of runs (numbered), then mean grade per task for each run number."""
     import fnmatch

@@ -11,11 +11,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from integrity_gym.bench import logs
 from integrity_gym.bench.records import EpisodeRecord, TaskSummary
 from integrity_gym.bench.runner import RunResult, separation_text
-from integrity_gym.core.registry import TaskSpec
+from integrity_gym.core.registry import TaskSpec, list_tasks
 
 Echo = Literal["none", "end", "all"]
 
@@ -195,7 +196,9 @@ def print_summary(console: Console, result: RunResult) -> None:
         console.print(line, markup=False, highlight=False, overflow="ignore", crop=False)
 
 
-def runs_tables(runs: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]], width: int = 80) -> list[Table]:
+def runs_tables(
+    runs: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]], width: int = 80
+) -> list[Table | Text]:
     """``igym runs``: the runs, numbered, with full ids; then per environment, grade per task and run number.
 
     The grade tables hold as many run columns as ``width`` allows (newest first) and say so when
@@ -208,18 +211,22 @@ def runs_tables(runs: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, A
     for number, run in enumerate(runs, 1):
         who = run["agent"] if run["model"] == run["agent"] else f"{run['agent']} / {run['model']}"
         listing.add_row(str(number), run["run_id"], who, run["status"])
-    tables = [listing]
+    tables: list[Table | Text] = [listing]
     by_env: dict[str, list[str]] = {}
     for r in rows:
         env, _, _ = r["task_id"].partition("/")
         if r["task_id"] not in by_env.setdefault(env, []):
             by_env[env].append(r["task_id"])
     cell = {(r["run_id"], r["task_id"]): r for r in rows}
+    order = {spec.id: i for i, spec in enumerate(list_tasks())}  # registry order: easy, medium, hard
+    if by_env:
+        tables.append(Text("mean grade per task; columns are the run numbers above"))
     for env, task_ids in by_env.items():
+        task_ids.sort(key=lambda t: (order.get(t, len(order)), t))
         name_width = max(len(short_task(t)) for t in task_ids)
         fits = max(1, (width - name_width - 1) // 7)  # a grade is 5 characters and a space or two
         shown = list(enumerate(runs, 1))[:fits]
-        title = f"{env}: mean grade per task" + (f" (runs 1-{fits} of {len(runs)})" if len(runs) > fits else "")
+        title = env + (f" (runs 1-{fits} of {len(runs)})" if len(runs) > fits else "")
         table = _table(title, "task", *(f"#{n}" for n, _ in shown))
         for task_id in task_ids:
             values = []
