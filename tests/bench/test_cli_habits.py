@@ -184,3 +184,15 @@ def test_step_results_unpack_like_gym() -> None:
     assert observation is result.observation and reward == result.reward
     assert done is True and info is result.info
     assert result.model_dump()["done"] is True  # pydantic's own serialisation is unchanged
+
+
+def test_llm_epochs_sample_with_a_new_seed_each_repeat(tmp_path: Path) -> None:
+    from integrity_gym.agents.llm import LLMSettings
+    from tests.agents.openai_stub import openai_stub
+
+    with openai_stub([]) as (url, stub):
+        settings = LLMSettings(api_base_url=url, model_name="stub", timeout_s=5, retries=0)
+        bench = BenchConfig.build(tasks="selective_verification/text", agent="llm", episodes=1, epochs=3)
+        result = run_bench(bench=bench, out_dir=tmp_path, llm_settings=settings)
+    assert len(result.records) == 3 and sorted(r["seed"] for r in stub.requests) == [42, 43, 44]
+    assert {r.seed for r in result.records} == {0}  # the same item each time

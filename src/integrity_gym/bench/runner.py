@@ -138,6 +138,9 @@ def play_episode(
     try:
         env = make_env(spec, config)
         options = reset_options(config)
+        if epoch and llm_settings is not None and llm_settings.seed is not None:
+            # Each repeat samples afresh: the same sampling seed would make every epoch identical.
+            llm_settings = llm_settings.model_copy(update={"seed": llm_settings.seed + epoch})
         agent = build_agent(config.agent, env, seed, llm_settings)
         obs = env.reset(seed=seed, options=options)
         if config.keep_observations:
