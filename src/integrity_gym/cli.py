@@ -182,11 +182,13 @@ def bench(
         raise _fail(f"--seeds takes comma-separated whole numbers, got {seeds!r}") from None
     given: dict[str, Any] = {"model_name": model, "api_base_url": base_url, "temperature": temperature}
     llm_options = {k: v for k, v in given.items() if v is not None}
+    resumed_llm = _resumed_llm(resume) if resume is not None else None
+    if resume is not None:
+        agent = "llm" if resumed_llm is not None else "(resumed)"
+        local_llm = bool((resumed_llm or {}).get("local_llm"))
     agent = agent or ("llm" if llm_options or local_llm else "heuristic")
     if llm_options and agent != "llm":
         raise _fail(f"--model, --base-url and --temperature are for --agent llm, not {agent!r}")
-    if resume is not None:
-        local_llm = _resumed_local_llm(resume)
     stack = contextlib.ExitStack()
     with stack:
         llm_settings = None
@@ -199,15 +201,17 @@ def bench(
                 # A 135M model on two shared cores: patient requests, short replies.
                 os.environ.setdefault("REQUEST_TIMEOUT_S", "300")
                 os.environ.setdefault("LLM_MAX_TOKENS", "200")
-            if agent == "llm" and resume is None:
+            if agent == "llm":
                 from integrity_gym.agents.llm import LLMSettings
 
-                llm_settings = LLMSettings.from_env(None, **llm_options)
+                # A resumed run keeps its recorded settings; a new address (--local-llm, --base-url) wins.
+                recorded = {k: v for k, v in (resumed_llm or {}).items() if k != "local_llm"}
+                llm_settings = LLMSettings.from_env(None, **{**recorded, **llm_options})
             database = None if no_db else db
             command = " ".join(["igym", *sys.argv[1:]])
             if resume is not None:
                 with LiveProgress(console, echo=echo, model="") as live:  # type: ignore[arg-type]
-                    result = resume_bench(resume, db_path=database, progress=live)
+                    result = resume_bench(resume, db_path=database, llm_settings=llm_settings, progress=live)
             else:
                 options = BenchConfig.build(
                     tasks=",".join(tasks or ["*"]), agent=agent, seed=seed, seeds=seed_list,
@@ -231,14 +235,17 @@ def bench(
         raise typer.Exit(code=1)
 
 
-def _resumed_local_llm(folder: Path) -> bool:
-    """Whether the run to resume played the bundled tiny model (then it is served again)."""
+def _resumed_llm(folder: Path) -> dict[str, Any] | None:
+    """The recorded llm settings of the run to resume (with ``local_llm``), or None for other agents."""
     import json
 
     try:
-        return bool(json.loads((folder / "config.json").read_text())["bench"].get("local_llm"))
+        bench = json.loads((folder / "config.json").read_text())["bench"]
     except (OSError, ValueError, KeyError):
-        return False  # resume_bench explains what is wrong with the folder
+        return None  # resume_bench explains what is wrong with the folder
+    if bench.get("agent") != "llm":
+        return None
+    return {**(bench.get("llm") or {}), "local_llm": bool(bench.get("local_llm"))}
 
 
 @app.command()

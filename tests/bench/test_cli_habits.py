@@ -196,3 +196,25 @@ def test_llm_epochs_sample_with_a_new_seed_each_repeat(tmp_path: Path) -> None:
         result = run_bench(bench=bench, out_dir=tmp_path, llm_settings=settings)
     assert len(result.records) == 3 and sorted(r["seed"] for r in stub.requests) == [42, 43, 44]
     assert {r.seed for r in result.records} == {0}  # the same item each time
+
+
+def test_an_llm_run_resumes_with_its_recorded_settings_at_a_new_address(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from integrity_gym.agents.llm import LLMSettings
+    from integrity_gym.cli import app
+    from tests.agents.openai_stub import openai_stub
+
+    out = tmp_path / "run"
+    with openai_stub([]) as (url, _):
+        settings = LLMSettings(api_base_url=url, model_name="stub", timeout_s=5, retries=0, temperature=0.5)
+        bench = BenchConfig.build(tasks="selective_verification/text", agent="llm", episodes=3)
+        run_bench(bench=bench, out_dir=out, llm_settings=settings)
+    lines = (out / "episodes.jsonl").read_text().splitlines()
+    (out / "episodes.jsonl").write_text(lines[0] + "\n" + lines[1][:40])  # a crash mid-line
+    (out / "summary.json").unlink()
+    with openai_stub([]) as (new_url, stub):
+        result = CliRunner().invoke(app, ["bench", "--resume", str(out), "--base-url", new_url, "--no-db"])
+    assert result.exit_code == 0, result.output
+    assert len(stub.requests) == 2 and all(r["model"] == "stub" and r["temperature"] == 0.5 for r in stub.requests)
+    assert json.loads((out / "summary.json").read_text())["tasks"]["selective_verification/text-v0"]["episodes"] == 3
