@@ -399,6 +399,15 @@ def serve(
     corpus: Annotated[
         Path | None, typer.Option(help="Folder of *.jsonl documents that POST /information_integrity/collect searches.")
     ] = None,
+    root: Annotated[
+        str | None, typer.Option(help="Also serve this environment at / (/ws, /reset ...), as an OpenEnv Space does.")
+    ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            help="Speak a seed client's dialect at /: seed001 (pii_redaction) or seed000 (information_integrity)."
+        ),
+    ] = None,
 ) -> None:
     """Serve every environment over OpenEnv's WebSocket protocol and stateful HTTP (docs at /docs)."""
     if corpus is not None:
@@ -418,7 +427,10 @@ def serve(
             session_ttl_s=session_ttl,
             tasks=tasks,
             admin_token=admin_token_from_env(),
+            root=root,
+            profile=profile,
         )
+        config.root_env()
         run_server(host=host, port=port, workers=workers, config=config)
     except ValueError as exc:
         raise _fail(str(exc)) from exc

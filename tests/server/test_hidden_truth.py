@@ -34,6 +34,7 @@ MOVES = {("post", "/{env}/reset"), ("post", "/{env}/step"), ("delete", "/{env}/s
 BODIES: dict[str, Any] = {
     "/{env}/mcp": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
     "/{env}/collect": {"claim": "the bridge opened in 1932", "limit": 3},
+    "/{env}/grade": {"session_id": "<session>"},
 }
 #: WebSocket messages that read rather than move (an unknown type and a malformed one included).
 WS_READS = [{"type": "state"}, {"type": "grade"}, {"type": "no-such-type"}, {"type": "step"}, {"no_type": True}]
@@ -81,7 +82,7 @@ def call(client: TestClient, method: str, path: str, operation: dict[str, Any], 
         generic = "/{env}/" + path.split("/", 2)[2]
         if generic not in BODIES:
             raise AssertionError(f"{method} {path}: teach this test a valid body for it (BODIES)")
-        body = BODIES[generic]
+        body = json.loads(json.dumps(BODIES[generic]).replace("<session>", session_id))
     reply = client.request(method.upper(), path, params=params, json=body)
     return reply.status_code, reply.text.replace(session_id, "<session>")
 

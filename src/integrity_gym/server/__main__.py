@@ -24,6 +24,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--extra-tasks", default=None, help="Comma-separated 'module:ATTR' of unregistered TaskSpecs to serve too."
     )
+    parser.add_argument("--root", default=None, help="Also serve this environment at /.")
+    parser.add_argument("--profile", default=None, help="seed001 or seed000: a seed client's dialect at /.")
     parser.add_argument("--log-level", default="info", help="uvicorn log level.")
     args = parser.parse_args(argv)
     base = ServerConfig.from_env()
@@ -34,6 +36,8 @@ def main(argv: list[str] | None = None) -> None:
             "max_sessions": args.max_sessions,
             "session_ttl_s": args.session_ttl,
             "tasks": args.tasks,
+            "root": args.root,
+            "profile": args.profile,
         }.items()
         if v is not None
     }

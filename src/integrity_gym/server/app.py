@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 import integrity_gym
 from integrity_gym.core.env import Env
 from integrity_gym.core.registry import TaskSpec, list_tasks
+from integrity_gym.server.compat import PROFILE_ENVS, PROFILES, Profile, ProfileName, RootMount
 from integrity_gym.server.security import (
     ApiError,
     BodyLimitMiddleware,
@@ -78,6 +79,21 @@ class ServerConfig(BaseModel):
         default=(),
         description="Unregistered tasks to serve too, as 'module:ATTR' naming a TaskSpec or a sequence of them.",
     )
+    root: str | None = Field(
+        default=None, description="Environment also served at '/' (as an OpenEnv Space serves its one environment)."
+    )
+    profile: ProfileName | None = Field(
+        default=None,
+        description="Speak a seed client's dialect: 'seed001' (pii_redaction) or 'seed000' (information_integrity); "
+        "implies --root of that environment.",
+    )
+
+    def root_env(self) -> str | None:
+        """The environment served at '/', from ``root`` or the profile; ``ValueError`` if they disagree."""
+        wanted = PROFILE_ENVS[self.profile] if self.profile else None
+        if self.root and wanted and self.root != wanted:
+            raise ValueError(f"profile {self.profile} is for {wanted}, not --root {self.root}")
+        return self.root or wanted
 
     def task_specs(self) -> list[TaskSpec]:
         """The registered tasks matching ``tasks`` plus the ``extra_tasks``."""
@@ -97,7 +113,7 @@ class ServerConfig(BaseModel):
 
         Variables: ``IGYM_SESSIONS``, ``IGYM_MAX_SESSIONS``, ``IGYM_SESSION_TTL``,
         ``IGYM_REAP_INTERVAL``, ``IGYM_MAX_BODY_BYTES``, ``IGYM_TASKS``, ``IGYM_EXTRA_TASKS``
-        (comma-separated) and ``IGYM_ADMIN_TOKEN``.
+        (comma-separated), ``IGYM_ROOT``, ``IGYM_PROFILE`` and ``IGYM_ADMIN_TOKEN``.
         """
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {"admin_token": env.get("IGYM_ADMIN_TOKEN") or None}
@@ -108,6 +124,8 @@ class ServerConfig(BaseModel):
             ("reap_interval_s", "IGYM_REAP_INTERVAL"),
             ("max_body_bytes", "IGYM_MAX_BODY_BYTES"),
             ("tasks", "IGYM_TASKS"),
+            ("root", "IGYM_ROOT"),
+            ("profile", "IGYM_PROFILE"),
         ):
             if env.get(name):
                 values[key] = env[name]
@@ -148,6 +166,18 @@ class EnvService:
     tasks: list[TaskSpec]
     config: ServerConfig
     holder: StoreHolder
+    #: The seed client's dialect this environment speaks, if any (``compat.py``).
+    profile: Profile | None = None
+    #: Grade (JSON) of the last episode each client address finished, under a profile: the seed
+    #: client asks ``POST /grade`` without naming its session. Bounded; oldest dropped first.
+    finished: dict[str, str] = field(default_factory=dict)
+
+    def remember_grade(self, client: str, grade_json: str) -> None:
+        """Keep ``grade_json`` as the last finished episode of ``client`` (at most 4,096 clients)."""
+        self.finished.pop(client, None)
+        self.finished[client] = grade_json
+        if len(self.finished) > 4096:
+            del self.finished[next(iter(self.finished))]
 
     @cached_property
     def env_class(self) -> type[AnyEnv]:
@@ -323,6 +353,9 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
             await store.stop()
 
     groups = _group(specs)
+    root = config.root_env()
+    if root is not None and root not in groups:
+        raise ValueError(f"--root {root}: this server serves no such environment; choose one of: {', '.join(groups)}")
     app = FastAPI(
         title="integrity-gym",
         version=integrity_gym.__version__,
@@ -334,7 +367,11 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
         lifespan=lifespan,
     )
     install_error_handlers(app)
-    services = {name: EnvService(name, env_specs, config, holder) for name, env_specs in groups.items()}
+    profile = PROFILES[config.profile] if config.profile else None
+    services = {
+        name: EnvService(name, env_specs, config, holder, profile if name == root else None)
+        for name, env_specs in groups.items()
+    }
 
     @app.get(
         "/health",
@@ -374,18 +411,20 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
             }
         )
 
-    fast_routes = []
+    fast_routes: list[Any] = []
     for service in services.values():
-        router, fast_step = build_env_router(service)
+        router, fast = build_env_router(service)
         app.include_router(router)
         add_ws_route(app, service)
         _add_env_docs(app, service)
-        fast_routes.append(fast_step)
+        fast_routes.extend(fast)
     # The hot /<env>/step routes answer first; FastAPI's twins behind them only document them.
     app.router.routes[:0] = fast_routes
 
     app.add_middleware(SwallowHandledErrors)
     app.add_middleware(BodyLimitMiddleware, max_bytes=config.max_body_bytes)
+    if root is not None:
+        app.add_middleware(RootMount, env=root)  # outermost: the path is rewritten before anything else
     app.state.services = services
     app.state.holder = holder
     return app
@@ -469,6 +508,8 @@ def serve(
             "IGYM_MAX_BODY_BYTES": str(config.max_body_bytes),
             "IGYM_TASKS": config.tasks,
             "IGYM_EXTRA_TASKS": ",".join(config.extra_tasks),
+            "IGYM_ROOT": config.root or "",
+            "IGYM_PROFILE": config.profile or "",
         }
     )
     if config.reap_interval_s is not None:

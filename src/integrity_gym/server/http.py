@@ -65,6 +65,14 @@ class StepRequest(BaseModel):
     )
 
 
+class GradeRequest(BaseModel):
+    """Body of ``POST /<env>/grade`` (optional)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    session_id: str | None = Field(default=None, max_length=128, description="HTTP session to grade.")
+
+
 class ResetResponse(BaseModel, Generic[ObsT]):
     """Reply of ``POST /<env>/reset``."""
 
@@ -148,7 +156,7 @@ def _json(content: str | bytes) -> Response:
     return Response(content=content, media_type="application/json")
 
 
-def build_env_router(service: EnvService) -> tuple[APIRouter, Route]:
+def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
     """The routes of one environment under ``/<env>``, and the fast route that serves its ``/step``.
 
     ``/step`` is the hot path of training: the returned Starlette ``Route`` answers it without
@@ -242,7 +250,27 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, Route]:
     )
     @_annotate(request=typing.Annotated[reset_model | None, Body()])
     async def reset(request: Any = None) -> Response:
-        request = request or reset_model()
+        return await apply_reset(request or reset_model())
+
+    async def fast_reset(request: Request) -> Response:
+        # Any Content-Type (curl -d sends a form type): the body is read as JSON, as /step's is.
+        body = await request.body()
+        try:
+            data = json.loads(body) if body.strip() else {}
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            errors = [{"loc": ["body"], "msg": f"the body is not JSON: {exc}", "type": "json_invalid"}]
+            raise RequestValidationError(errors) from exc
+        if isinstance(data, dict) and service.profile is not None:
+            data = service.profile.reset_data(data)
+        try:
+            parsed = reset_model.model_validate({} if data is None else data)
+        except ValidationError as exc:
+            raise RequestValidationError(
+                [{**e, "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False, include_context=False)]
+            ) from exc
+        return await apply_reset(parsed)
+
+    async def apply_reset(request: Any) -> Response:
         spec = service.resolve_task(request)
         env: Any = None
         try:
@@ -260,9 +288,12 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, Route]:
             if env is not None:
                 env.close()
             raise
+        shown = obs.model_dump_json()
+        if service.profile is not None and service.profile.observation is not None:
+            shown = json.dumps(service.profile.observation(obs.model_dump(mode="json"), None, {}, env))
         body = (
             f'{{"session_id":{json.dumps(session.id)},"task_id":{json.dumps(spec.id)},'
-            f'"observation":{obs.model_dump_json()},"reward":null,"done":{json.dumps(bool(obs.done))}}}'
+            f'"observation":{shown},"reward":null,"done":{json.dumps(bool(obs.done))}}}'
         )
         return _json(body)
 
@@ -275,12 +306,20 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, Route]:
                 message,
                 errors=[{"loc": ["body", "action"], "msg": message, "type": "json_too_deep"}],
             )
+        profile = service.profile
+        action, recorded = (request.action, {}) if profile is None else profile.action(request.action)
         async with session_of(request.session_id, write=True) as session:
             try:
-                result = session.env.step(request.action)
+                result = session.env.step(action)
             except EpisodeFinishedError as exc:
                 raise ApiError(409, "EPISODE_FINISHED", str(exc)) from exc
-            return _json(result.model_dump_json())
+            if profile is None:
+                return _json(result.model_dump_json())
+            info = {**result.info, **recorded}
+            obs: Any = result.observation.model_dump(mode="json")
+            if profile.observation is not None:
+                obs = profile.observation(obs, result.reward, info, session.env)
+            return JSONResponse({"observation": obs, "reward": result.reward, "done": result.done, "info": info})
 
     @app.post(
         "/step",
@@ -328,6 +367,31 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, Route]:
                     "step until done is true, or present the admin token",
                 )
             return _json(session.env.grade().model_dump_json())
+
+    @app.post(
+        "/grade",
+        tags=["session"],
+        summary="Grade of a finished episode: of session_id, or else of this client's last finished WebSocket "
+        "episode (under a seed profile)",
+        response_model=Grade,
+        responses={
+            **_SESSION_ERRORS,
+            409: _doc("EPISODE_NOT_DONE, SESSION_BUSY", "The episode is still running, or another request holds it"),
+        },
+        operation_id=f"{name}_grade_post",
+    )
+    async def grade_post(request: Request, body: GradeRequest | None = None) -> Response:
+        if body is not None and body.session_id is not None:
+            return await grade(request, body.session_id)
+        peer = request.client.host if request.client else "-"
+        if peer in service.finished:
+            return _json(service.finished[peer])
+        raise ApiError(
+            409,
+            "EPISODE_NOT_DONE",
+            'no finished episode to grade: send {"session_id": ...} of an HTTP session, or finish a WebSocket '
+            "episode from this address first (the grade is given only once an episode has ended)",
+        )
 
     @app.get(
         "/scenario/{session_id}",
@@ -392,7 +456,10 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, Route]:
     collect = getattr(service.env_class, "collect", None)
     if callable(collect):
         _add_collect(app, service, collect)
-    return app, Route(f"/{name}/step", fast_step, methods=["POST"])
+    return app, [
+        Route(f"/{name}/step", fast_step, methods=["POST"]),
+        Route(f"/{name}/reset", fast_reset, methods=["POST"]),
+    ]
 
 
 async def health_reply(store: SessionStore) -> JSONResponse:

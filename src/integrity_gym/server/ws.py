@@ -37,6 +37,7 @@ from starlette.types import Receive, Scope, Send
 
 from integrity_gym.core.env import EpisodeFinishedError, NotResetError
 from integrity_gym.server.app import EnvService, public_state
+from integrity_gym.server.compat import Profile
 from integrity_gym.server.security import (
     ApiError,
     describe_errors,
@@ -95,6 +96,7 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
     query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
     admin = is_admin(service.config.admin_token, presented_token(headers, query))
+    peer = str((scope.get("client") or ("-",))[0])
     closed = False
 
     async def close(code: int) -> None:
@@ -153,7 +155,7 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
             else:
                 session.busy += 1
                 try:
-                    reply = _handle(text, session, service, admin)
+                    reply = _handle(text, session, service, admin, peer)
                 finally:
                     session.busy -= 1
                     session.touch()
@@ -177,7 +179,7 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
         await close(1000)
 
 
-def _handle(text: str, session: Session, service: EnvService, admin: bool) -> str | None:
+def _handle(text: str, session: Session, service: EnvService, admin: bool, peer: str = "-") -> str | None:
     """Answer one message; ``None`` means close the connection."""
     try:
         message = json.loads(text)
@@ -190,6 +192,8 @@ def _handle(text: str, session: Session, service: EnvService, admin: bool) -> st
     kind = message.get("type")
     try:
         if kind == "step":
+            if service.profile is not None:
+                return _profile_step(message, session, service, service.profile, peer)
             return _step(message, session)
         if kind == "reset":
             return _reset(message, session, service)
@@ -245,6 +249,25 @@ def _step(message: dict[str, Any], session: Session) -> str:
     )
 
 
+def _profile_step(message: dict[str, Any], session: Session, service: EnvService, profile: Profile, peer: str) -> str:
+    """A step in the seed client's dialect (``compat.py``); the grade is kept once the episode ends."""
+    if "data" not in message:
+        return _error("VALIDATION_ERROR", "'step' needs 'data': the action, as a JSON object")
+    action, recorded = profile.action(message["data"])
+    if isinstance(action, str) and json_too_deep(action):
+        return _error("VALIDATION_ERROR", too_deep_message("data"))
+    env = session.env
+    result = env.step(action)
+    info = {**result.info, **recorded}
+    obs: dict[str, Any] = result.observation.model_dump(mode="json")
+    if profile.observation is not None:
+        obs = profile.observation(obs, result.reward, info, env)
+    if result.done:
+        service.remember_grade(peer, env.grade().model_dump_json())
+    data = {"observation": obs, "reward": result.reward, "done": result.done, "metadata": info}
+    return json.dumps({"type": "observation", "data": data})
+
+
 def _reset(message: dict[str, Any], session: Session, service: EnvService) -> str:
     data = message.get("data", {})
     if data is None:
@@ -253,6 +276,8 @@ def _reset(message: dict[str, Any], session: Session, service: EnvService) -> st
         return _error(
             "VALIDATION_ERROR", f"'reset' data must be a JSON object of reset arguments, not {type(data).__name__}"
         )
+    if service.profile is not None:
+        data = service.profile.reset_data(data)
     request = service.reset_model.model_validate(data)
     spec = service.resolve_task(request)
     if session.env.spec.id != spec.id:
@@ -260,6 +285,14 @@ def _reset(message: dict[str, Any], session: Session, service: EnvService) -> st
         session.env = service.build(spec)
     obs = service.reset(session.env, request)
     metadata = json.dumps({"task_id": spec.id})
+    if service.profile is not None and service.profile.observation is not None:
+        shaped = service.profile.observation(obs.model_dump(mode="json"), None, {}, session.env)
+        return json.dumps(
+            {
+                "type": "observation",
+                "data": {"observation": shaped, "reward": None, "done": obs.done, "metadata": {"task_id": spec.id}},
+            }
+        )
     return (
         f'{{"type":"observation","data":{{"observation":{obs.model_dump_json()},'
         f'"reward":null,"done":{"true" if obs.done else "false"},"metadata":{metadata}}}}}'

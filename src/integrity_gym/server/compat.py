@@ -1,0 +1,149 @@
+"""One environment at the server root, and the seed clients' dialects (``igym serve --profile``).
+
+An OpenEnv Space serves a single environment at ``/`` (``/ws``, ``/reset``, ``/health`` ...).
+``RootMount`` gives our server that shape: a request to ``/<path>`` is answered by
+``/<env>/<path>``, while the prefixed paths keep working (the environment's ``/docs`` and
+``/openapi.json`` name them).
+
+A profile translates the wire dialect of a seed document's own client, so it runs unmodified:
+
+* ``seed001`` (pii_redaction): reset takes ``task_id``; every action may carry ``confidence``
+  (0..1) and ``justification``, which are recorded in the step's metadata and not judged;
+  observations have exactly the fields of the seed client's model (``document_id`` added, our
+  extra counters moved into ``metadata``, with the step's ``info``).
+* ``seed000`` (information_integrity): ids written with leading zeros (``src_001``,
+  ``claim_001``) mean ours (``src_1``, ``claim_1``).
+
+Neither reveals anything hidden: ``document_id`` is a keyed hash of the document's id (the
+key is drawn per server process), so it names the document within one server without letting
+anyone rebuild it from the public generator.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+ProfileName = Literal["seed000", "seed001"]
+
+#: The environment each profile is for.
+PROFILE_ENVS: dict[str, str] = {"seed000": "information_integrity", "seed001": "pii_redaction"}
+
+
+class RootMount:
+    """ASGI wrapper serving environment ``env`` at ``/`` besides ``/<env>``."""
+
+    def __init__(self, app: ASGIApp, env: str) -> None:
+        self.app = app
+        self.prefix = f"/{env}"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer ``/<path>`` as ``/<env>/<path>`` (``/`` itself stays the server's index)."""
+        if scope["type"] in ("http", "websocket"):
+            path: str = scope["path"]
+            if path != "/" and path != self.prefix and not path.startswith(self.prefix + "/"):
+                scope = {**scope, "path": self.prefix + path, "raw_path": (self.prefix + path).encode()}
+        await self.app(scope, receive, send)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How one seed client's messages map onto ours, and ours onto what it parses."""
+
+    name: str
+    #: Reset arguments in the client's spelling → ours.
+    reset_data: Callable[[dict[str, Any]], dict[str, Any]]
+    #: The client's action → (ours, fields recorded in the step's metadata).
+    action: Callable[[Any], tuple[Any, dict[str, Any]]]
+    #: Our observation (JSON-ready dict), reward, the step's info and the env → the client's observation.
+    observation: Callable[[dict[str, Any], float | None, dict[str, Any], Any], dict[str, Any]] | None
+
+
+# --------------------------------------------------------------------------- seed001
+#: Fields of the seed-001 client's ``RedactionObservation`` (besides OpenEnv's done/reward/metadata).
+_SEED001_FIELDS = (
+    "task_id",
+    "visible_text",
+    "cursor_position",
+    "document_length",
+    "redacted_spans",
+    "progress_pct",
+    "previous_actions",
+)
+_KEY = secrets.token_bytes(16)
+
+
+def _seed001_reset(data: dict[str, Any]) -> dict[str, Any]:
+    if "task_id" in data and "task" not in data:
+        data = {**data, "task": data["task_id"]}
+        del data["task_id"]
+    return data
+
+
+def _seed001_action(action: Any) -> tuple[Any, dict[str, Any]]:
+    if not isinstance(action, dict):
+        return action, {}
+    recorded: dict[str, Any] = {}
+    confidence = action.get("confidence")
+    # Only a well-formed confidence is taken off; anything else reaches the env, which says why.
+    if isinstance(confidence, int | float) and not isinstance(confidence, bool) and 0.0 <= confidence <= 1.0:
+        recorded["confidence"] = float(confidence)
+    justification = action.get("justification")
+    if isinstance(justification, str) or ("justification" in action and justification is None):
+        recorded["justification"] = justification
+    if not recorded:
+        return action, {}
+    return {k: v for k, v in action.items() if k not in recorded}, recorded
+
+
+def document_id(env: Any) -> str:
+    """Opaque id of the document ``env`` is playing (keyed hash: no seed or generator index)."""
+    raw = env.document.id
+    return "doc-" + hmac.new(_KEY, str(raw).encode(), hashlib.sha256).hexdigest()[:16]
+
+
+def _seed001_observation(obs: dict[str, Any], reward: float | None, info: dict[str, Any], env: Any) -> dict[str, Any]:
+    extra = {k: v for k, v in obs.items() if k not in _SEED001_FIELDS and k != "done"}
+    out = {k: obs[k] for k in _SEED001_FIELDS if k in obs}
+    out["document_id"] = document_id(env)
+    out["done"] = bool(obs.get("done", False))
+    out["reward"] = reward
+    out["metadata"] = {**extra, **info}
+    return out
+
+
+# --------------------------------------------------------------------------- seed000
+_PADDED_ID = re.compile(r"\b(src|claim)_0+(\d)")
+
+
+def _unpad(value: Any) -> Any:
+    if isinstance(value, str):
+        return _PADDED_ID.sub(r"\1_\2", value)
+    if isinstance(value, dict):
+        return {k: _unpad(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unpad(v) for v in value]
+    return value
+
+
+def _seed000_action(action: Any) -> tuple[Any, dict[str, Any]]:
+    if isinstance(action, str):  # an action sent as a JSON string
+        try:
+            action = json.loads(action)
+        except json.JSONDecodeError:
+            return action, {}
+    return _unpad(action), {}
+
+
+PROFILES: dict[str, Profile] = {
+    "seed001": Profile("seed001", _seed001_reset, _seed001_action, _seed001_observation),
+    "seed000": Profile("seed000", lambda data: data, _seed000_action, None),
+}
