@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import psutil
 from websockets.sync.client import connect
 
 _RUNNING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
@@ -155,14 +154,17 @@ class Server:
 
     @property
     def cpu_s(self) -> float:
-        """User + system CPU seconds the server process has used."""
-        times = psutil.Process(self.proc.pid).cpu_times()
-        return float(times.user + times.system)
+        """User + system CPU seconds the server process has used (Linux /proc)."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     @property
     def rss(self) -> int:
-        """Resident memory of the server process in bytes."""
-        return int(psutil.Process(self.proc.pid).memory_info().rss)
+        """Resident memory of the server process in bytes (Linux /proc)."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            line = next(line for line in f if line.startswith("VmRSS:"))
+        return int(line.split()[1]) * 1024
 
     def stop(self) -> None:
         """Terminate and wait."""
@@ -174,9 +176,9 @@ class Server:
             self.proc.wait()
 
 
-def start(name: str, cmd: list[str]) -> Server:
+def start(name: str, cmd: list[str], cwd: str | None = None) -> Server:
     """Start ``cmd`` and wait for uvicorn to report its address (it picks a free port)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd)
     assert proc.stdout is not None
     log = []
     deadline = time.monotonic() + 120
@@ -253,6 +255,71 @@ def measure_http(server: Server, steps: int) -> tuple[float, float]:
         conn.getresponse().read()
     conn.close()
     return steps / elapsed, cpu / steps * 1e6
+
+
+PII_TASK = "gdpr_contract_easy"
+#: Seed 001's implementation and the venv with its openenv-core 0.3.0 (see tests/server/test_seed_clients.py).
+PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "peers", "pii_redaction_env")
+PEER_PYTHON = "/tmp/igym-peer001-venv/bin/python"
+
+
+def measure_pii_ws(server: Server, steps: int) -> tuple[float, float]:
+    """pii_redaction over one WebSocket: SKIP every step, a new episode whenever one ends.
+
+    Ours at ``/pii_redaction/ws`` (reset by ``task``); seed 001's server at ``/ws`` (``task_id``).
+    Returns steps/s and server CPU µs per step (resets included, as a training loop pays them).
+    """
+    ours = server.name != "seed001"
+    path = "/pii_redaction/ws" if ours else "/ws"
+    reset = json.dumps({"type": "reset", "data": {"task": PII_TASK} if ours else {"task_id": PII_TASK}})
+    skip = json.dumps({"type": "step", "data": {"action_type": "SKIP"}})
+    with connect(server.url.replace("http://", "ws://") + path, proxy=None, compression=None, max_size=None) as ws:
+
+        def run(count: int) -> None:
+            ws.send(reset)
+            ws.recv()
+            for _ in range(count):
+                ws.send(skip)
+                if json.loads(ws.recv())["data"]["done"]:
+                    ws.send(reset)
+                    ws.recv()
+
+        run(50)
+        cpu0, t0 = server.cpu_s, time.perf_counter()
+        run(steps)
+        elapsed, cpu = time.perf_counter() - t0, server.cpu_s - cpu0
+    return steps / elapsed, cpu / steps * 1e6
+
+
+def idle_ws_memory(server: Server, env: str, task: str, count: int) -> dict[str, Any]:
+    """Resident bytes per idle WebSocket session: RSS growth while ``count`` reset connections stay open."""
+    from websockets.asyncio.client import connect as aconnect
+
+    url = server.url.replace("http://", "ws://") + f"/{env}/ws"
+
+    async def run() -> tuple[int, int, int]:
+        sockets = []
+
+        async def one(seed: int) -> None:
+            ws = await aconnect(url, proxy=None, compression=None, max_size=None)
+            await ws.send(json.dumps({"type": "reset", "data": {"seed": seed, "task": task}}))
+            await ws.recv()
+            sockets.append(ws)
+
+        for i in range(20):
+            await one(i)
+        await asyncio.sleep(0.2)
+        rss0 = server.rss
+        for i in range(count):
+            await one(1000 + i)
+        await asyncio.sleep(0.2)
+        rss1 = server.rss
+        for ws in sockets:
+            await ws.close()
+        return rss0, rss1, len(sockets) - 20
+
+    rss0, rss1, opened = asyncio.run(run())
+    return {"sessions": opened, "bytes_per_session": round((rss1 - rss0) / opened)}
 
 
 def idle_session_memory(server: Server, env: str, task: str, count: int, budget_s: float = 1e9) -> dict[str, Any]:
@@ -363,6 +430,11 @@ def main() -> None:
     """Run every measurement and print one JSON document."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="Fewer steps, rounds and sessions (a smoke run).")
+    parser.add_argument(
+        "--sections",
+        default="minimal,pii,memory",
+        help="Comma-separated parts to run: minimal (vs OpenEnv and the floor), pii (vs seed 001's server), memory.",
+    )
     parser.add_argument("--serve", choices=["openenv", "floor"], help=argparse.SUPPRESS)
     parser.add_argument("--ws-impl", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -379,133 +451,178 @@ def main() -> None:
     servers: dict[str, Server] = {}
     started = time.perf_counter()
     result: dict[str, Any] = {}
+    sections = set(args.sections.split(","))
+    result["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0], "load_avg_1m": os.getloadavg()[0]}
     try:
-        ours_cmd = [sys.executable, "-m", "integrity_gym.server", "--port", "0", "--tasks", "-"]
-        servers["ours"] = start("ours", [*ours_cmd, "--extra-tasks", MINIMAL_EXTRA, "--max-sessions", "5000"])
-        try:
-            import openenv  # noqa: F401
-
-            # As shipped (uvicorn's default WebSocket implementation), and on our uvicorn settings.
-            servers["openenv"] = start("openenv", [sys.executable, me, "--serve", "openenv"])
-            servers["openenv_same_uvicorn"] = start(
-                "openenv_same_uvicorn", [sys.executable, me, "--serve", "openenv", "--ws-impl", OUR_WS]
-            )
-        except ImportError:
-            result["openenv"] = "not installed (pip install 'integrity-gym[openenv]'): not measured"
-        servers["floor"] = start("floor", [sys.executable, me, "--serve", "floor", "--ws-impl", OUR_WS])
-
-        ws_rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in servers}
-        http_rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in servers}
-        for _ in range(rounds):
-            for name, server in servers.items():
-                ws_rounds[name].append(measure_ws(server, ws_steps))
-                http_rounds[name].append(measure_http(server, http_steps))
-        ws = {name: median_of(r) for name, r in ws_rounds.items()}
-        http = {name: median_of(r) for name, r in http_rounds.items()}
-        result.update(
-            {
-                "machine": {
-                    "cpus": os.cpu_count(),
-                    "python": sys.version.split()[0],
-                    "load_avg_1m": os.getloadavg()[0],
-                },
-                "settings": {
-                    "rounds": rounds,
-                    "ws_steps_per_round": ws_steps,
-                    "http_steps_per_round": http_steps,
-                    "uvicorn_ws": {
-                        "ours": OUR_WS,
-                        "floor": OUR_WS,
-                        "openenv": "uvicorn default",
-                        "openenv_same_uvicorn": OUR_WS,
-                    },
-                    "note": "one client connection per measurement; medians over rounds; server CPU from psutil",
-                },
-                "websocket": ws,
-                "http": http,
-            }
-        )
-
-        def ratio(a: float, b: float) -> float:
-            return round(a / b, 2) if b else float("nan")
-
-        ratios: dict[str, float] = {
-            "ws_floor_over_ours_steps_per_s": ratio(ws["floor"]["steps_per_s"], ws["ours"]["steps_per_s"]),
-            "ws_ours_over_floor_cpu_per_step": ratio(
-                ws["ours"]["server_cpu_us_per_step"], ws["floor"]["server_cpu_us_per_step"]
-            ),
-            "http_floor_over_ours_steps_per_s": ratio(http["floor"]["steps_per_s"], http["ours"]["steps_per_s"]),
-        }
-        targets: dict[str, bool | None] = {
-            "ws_within_1.5x_of_floor": ratios["ws_floor_over_ours_steps_per_s"] <= 1.5,
-            "ws_at_least_2x_openenv": None,
-            "http_at_least_openenv": None,
-        }
-        if "openenv" in ws:
-            for other in ("openenv", "openenv_same_uvicorn"):
-                ratios[f"ws_ours_over_{other}_steps_per_s"] = ratio(ws["ours"]["steps_per_s"], ws[other]["steps_per_s"])
-                ratios[f"ws_{other}_over_ours_cpu_per_step"] = ratio(
-                    ws[other]["server_cpu_us_per_step"], ws["ours"]["server_cpu_us_per_step"]
-                )
-                ratios[f"http_ours_stateful_over_{other}_stateless_steps_per_s"] = ratio(
-                    http["ours"]["steps_per_s"], http[other]["steps_per_s"]
-                )
-            targets["ws_at_least_2x_openenv"] = ratios["ws_ours_over_openenv_steps_per_s"] >= 2.0
-            targets["http_at_least_openenv"] = ratios["http_ours_stateful_over_openenv_stateless_steps_per_s"] >= 1.0
-        result["ratios"] = ratios
-        result["targets"] = targets
-
-        # Throughput when the server is the bottleneck: 8 connections stepping at once.
-        saturated = {name: [] for name in servers}  # type: dict[str, list[float]]
-        for _ in range(rounds):
-            for name, server in servers.items():
-                run = asyncio.run(latency(server, 8, ws_steps // 2, "ws"))
-                saturated[name].append(run["steps_per_s"])
-        sat = {name: round(statistics.median(v), 1) for name, v in saturated.items()}
-        result["websocket_8_clients_steps_per_s"] = sat
-        ratios["ws_8_clients_floor_over_ours"] = ratio(sat["floor"], sat["ours"])
-        targets["ws_8_clients_within_1.5x_of_floor"] = ratios["ws_8_clients_floor_over_ours"] <= 1.5
-        if "openenv" in sat:
-            ratios["ws_8_clients_ours_over_openenv"] = ratio(sat["ours"], sat["openenv"])
-            ratios["ws_8_clients_ours_over_openenv_same_uvicorn"] = ratio(sat["ours"], sat["openenv_same_uvicorn"])
-            targets["ws_8_clients_at_least_2x_openenv"] = ratios["ws_8_clients_ours_over_openenv"] >= 2.0
-
-        # Latency under 100 concurrent clients, each with its own session.
-        lat: dict[str, Any] = {}
-        for name, server in servers.items():
-            lat[f"{name}_ws"] = asyncio.run(latency(server, 100, lat_steps, "ws"))
-        lat["ours_http"] = asyncio.run(latency(servers["ours"], 100, lat_steps, "http"))
-        result["latency_100_clients"] = lat
-
-        # Memory per idle session, each environment in a fresh server process (so memory freed by
-        # an earlier measurement cannot be reused and hide the growth).
-        tasks_by_env: dict[str, str] = {}
-        for spec in httpx.get(servers["ours"].url + "/tasks", trust_env=False).json():
-            tasks_by_env.setdefault(spec["env"], spec["id"])
-        for server in servers.values():
-            server.stop()
-        servers.clear()
-        real_cmd = [sys.executable, "-m", "integrity_gym.server", "--port", "0", "--max-sessions", "5000"]
-        lister = start("lister", real_cmd)
-        servers["lister"] = lister
-        for spec in httpx.get(lister.url + "/tasks", trust_env=False).json():
-            tasks_by_env.setdefault(spec["env"], spec["id"])
-        lister.stop()
-        servers.clear()
-        memory: dict[str, Any] = {}
-        for env, task in tasks_by_env.items():
-            extra = ["--extra-tasks", MINIMAL_EXTRA] if env == "minimal" else []
-            fresh = start("memory", [*real_cmd, "--tasks", task if env != "minimal" else "-", *extra])
-            servers["memory"] = fresh
-            memory[task] = idle_session_memory(fresh, env, task, sessions, budget_s=memory_budget_s)
-            fresh.stop()
-            servers.clear()
-        result["idle_session_memory"] = memory
+        if "minimal" in sections:
+            measure_minimal(args, servers, result, rounds, ws_steps, http_steps, lat_steps, me)
+        if "pii" in sections:
+            result["pii_redaction_ws_skip"] = measure_pii(servers, rounds, ws_steps)
+        if "memory" in sections:
+            result["idle_session_memory"] = measure_memory(servers, sessions, memory_budget_s)
         result["seconds"] = round(time.perf_counter() - started, 1)
     finally:
         for server in servers.values():
             server.stop()
     print(json.dumps(result, indent=2))
+
+
+def measure_pii(servers: dict[str, Server], rounds: int, steps: int) -> dict[str, Any]:
+    """pii_redaction on SKIP over one WebSocket: ours against seed 001's own server, interleaved."""
+    if not (os.path.isdir(PEER) and os.path.exists(PEER_PYTHON)):
+        return {"seed001": f"not measured: needs {PEER} and a venv with openenv-core==0.3.0 at {PEER_PYTHON}"}
+    ours_cmd = [sys.executable, "-m", "integrity_gym.server", "--port", "0", "--tasks", "pii_redaction/*"]
+    servers["ours"] = start("ours", ours_cmd)
+    peer_cmd = [PEER_PYTHON, "-m", "uvicorn", "server.app:app", "--host", "127.0.0.1", "--port", "0"]
+    servers["seed001"] = start("seed001", [*peer_cmd, "--log-level", "info", "--no-access-log"], cwd=PEER)
+    runs: dict[str, list[tuple[float, float]]] = {"ours": [], "seed001": []}
+    for _ in range(rounds):
+        for name in runs:
+            runs[name].append(measure_pii_ws(servers[name], steps))
+    for name in runs:
+        servers.pop(name).stop()
+    out: dict[str, Any] = {name: median_of(r) for name, r in runs.items()}
+    per_round = [a[0] / b[0] for a, b in zip(runs["ours"], runs["seed001"], strict=True)]
+    out["ratio_ours_over_seed001_steps_per_s"] = round(statistics.median(per_round), 2)
+    out["target_2.5x"] = out["ratio_ours_over_seed001_steps_per_s"] >= 2.5
+    return out
+
+
+def measure_memory(servers: dict[str, Server], sessions: int, budget_s: float) -> dict[str, Any]:
+    """Bytes per idle session, over HTTP and WebSocket, each in a fresh server process.
+
+    A fresh process per measurement, so memory freed by an earlier one cannot be reused and hide
+    the growth.
+    """
+    real_cmd = [sys.executable, "-m", "integrity_gym.server", "--port", "0", "--max-sessions", "5000"]
+    lister = start("lister", real_cmd)
+    tasks_by_env: dict[str, str] = {}
+    for spec in httpx.get(lister.url + "/tasks", trust_env=False).json():
+        tasks_by_env.setdefault(spec["env"], spec["id"])
+    lister.stop()
+    limits = {"pii_redaction": 50_000, "information_integrity": 50_000, "selective_verification": 120_000}
+    memory: dict[str, Any] = {}
+    for env, task in tasks_by_env.items():
+        row: dict[str, Any] = {"task": task}
+        for transport in ("http", "ws"):
+            servers["memory"] = fresh = start("memory", [*real_cmd, "--tasks", task])
+            if transport == "http":
+                row[transport] = idle_session_memory(fresh, env, task, sessions, budget_s=budget_s)
+            else:
+                row[transport] = idle_ws_memory(fresh, env, task, sessions)
+            servers.pop("memory").stop()
+        if env in limits:
+            row["limit_bytes"] = limits[env]
+            row["within_limit"] = all(row[t]["bytes_per_session"] <= limits[env] for t in ("http", "ws"))
+        memory[env] = row
+    return memory
+
+
+def measure_minimal(
+    args: argparse.Namespace,
+    servers: dict[str, Server],
+    result: dict[str, Any],
+    rounds: int,
+    ws_steps: int,
+    http_steps: int,
+    lat_steps: int,
+    me: str,
+) -> None:
+    """The minimal environment on ours, OpenEnv's server and the floor (steps/s, CPU, latency)."""
+    ours_cmd = [sys.executable, "-m", "integrity_gym.server", "--port", "0", "--tasks", "-"]
+    servers["ours"] = start("ours", [*ours_cmd, "--extra-tasks", MINIMAL_EXTRA, "--max-sessions", "5000"])
+    try:
+        import openenv  # noqa: F401
+
+        # As shipped (uvicorn's default WebSocket implementation), and on our uvicorn settings.
+        servers["openenv"] = start("openenv", [sys.executable, me, "--serve", "openenv"])
+        servers["openenv_same_uvicorn"] = start(
+            "openenv_same_uvicorn", [sys.executable, me, "--serve", "openenv", "--ws-impl", OUR_WS]
+        )
+    except ImportError:
+        result["openenv"] = "not installed (pip install 'integrity-gym[openenv]'): not measured"
+    servers["floor"] = start("floor", [sys.executable, me, "--serve", "floor", "--ws-impl", OUR_WS])
+
+    ws_rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in servers}
+    http_rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in servers}
+    for _ in range(rounds):
+        for name, server in servers.items():
+            ws_rounds[name].append(measure_ws(server, ws_steps))
+            http_rounds[name].append(measure_http(server, http_steps))
+    ws = {name: median_of(r) for name, r in ws_rounds.items()}
+    http = {name: median_of(r) for name, r in http_rounds.items()}
+    result.update(
+        {
+            "settings": {
+                "rounds": rounds,
+                "ws_steps_per_round": ws_steps,
+                "http_steps_per_round": http_steps,
+                "uvicorn_ws": {
+                    "ours": OUR_WS,
+                    "floor": OUR_WS,
+                    "openenv": "uvicorn default",
+                    "openenv_same_uvicorn": OUR_WS,
+                },
+                "note": "one client connection per measurement; medians over rounds; server CPU from psutil",
+            },
+            "websocket": ws,
+            "http": http,
+        }
+    )
+
+    def ratio(a: float, b: float) -> float:
+        return round(a / b, 2) if b else float("nan")
+
+    ratios: dict[str, float] = {
+        "ws_floor_over_ours_steps_per_s": ratio(ws["floor"]["steps_per_s"], ws["ours"]["steps_per_s"]),
+        "ws_ours_over_floor_cpu_per_step": ratio(
+            ws["ours"]["server_cpu_us_per_step"], ws["floor"]["server_cpu_us_per_step"]
+        ),
+        "http_floor_over_ours_steps_per_s": ratio(http["floor"]["steps_per_s"], http["ours"]["steps_per_s"]),
+    }
+    targets: dict[str, bool | None] = {
+        "ws_within_1.5x_of_floor": ratios["ws_floor_over_ours_steps_per_s"] <= 1.5,
+        "ws_at_least_2x_openenv": None,
+        "http_at_least_openenv": None,
+    }
+    if "openenv" in ws:
+        for other in ("openenv", "openenv_same_uvicorn"):
+            ratios[f"ws_ours_over_{other}_steps_per_s"] = ratio(ws["ours"]["steps_per_s"], ws[other]["steps_per_s"])
+            ratios[f"ws_{other}_over_ours_cpu_per_step"] = ratio(
+                ws[other]["server_cpu_us_per_step"], ws["ours"]["server_cpu_us_per_step"]
+            )
+            ratios[f"http_ours_stateful_over_{other}_stateless_steps_per_s"] = ratio(
+                http["ours"]["steps_per_s"], http[other]["steps_per_s"]
+            )
+        targets["ws_at_least_2x_openenv"] = ratios["ws_ours_over_openenv_steps_per_s"] >= 2.0
+        targets["http_at_least_openenv"] = ratios["http_ours_stateful_over_openenv_stateless_steps_per_s"] >= 1.0
+    result["ratios"] = ratios
+    result["targets"] = targets
+
+    # Throughput when the server is the bottleneck: 8 connections stepping at once.
+    saturated = {name: [] for name in servers}  # type: dict[str, list[float]]
+    for _ in range(rounds):
+        for name, server in servers.items():
+            run = asyncio.run(latency(server, 8, ws_steps // 2, "ws"))
+            saturated[name].append(run["steps_per_s"])
+    sat = {name: round(statistics.median(v), 1) for name, v in saturated.items()}
+    result["websocket_8_clients_steps_per_s"] = sat
+    ratios["ws_8_clients_floor_over_ours"] = ratio(sat["floor"], sat["ours"])
+    targets["ws_8_clients_within_1.5x_of_floor"] = ratios["ws_8_clients_floor_over_ours"] <= 1.5
+    if "openenv" in sat:
+        ratios["ws_8_clients_ours_over_openenv"] = ratio(sat["ours"], sat["openenv"])
+        ratios["ws_8_clients_ours_over_openenv_same_uvicorn"] = ratio(sat["ours"], sat["openenv_same_uvicorn"])
+        targets["ws_8_clients_at_least_2x_openenv"] = ratios["ws_8_clients_ours_over_openenv"] >= 2.0
+
+    # Latency under 100 concurrent clients, each with its own session.
+    lat: dict[str, Any] = {}
+    for name, server in servers.items():
+        lat[f"{name}_ws"] = asyncio.run(latency(server, 100, lat_steps, "ws"))
+    lat["ours_http"] = asyncio.run(latency(servers["ours"], 100, lat_steps, "http"))
+    result["latency_100_clients"] = lat
+
+    for name in list(servers):
+        servers.pop(name).stop()
 
 
 if __name__ == "__main__":
