@@ -16,14 +16,12 @@ on the mean (see ``tasks.py``).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import bootstrap
 
-from integrity_gym.core.seeding import make_np_rng
+from integrity_gym.core.seeding import make_bits
 from integrity_gym.core.types import Grade
 from integrity_gym.envs.selective_verification.metrics import Selective, smooth_ece
 from integrity_gym.envs.selective_verification.models import AnswerRecord, Item, ScoringRule
@@ -127,34 +125,52 @@ def _canonical(grades: Sequence[Grade]) -> list[Grade]:
     return sorted(grades, key=lambda g: (sorted(g.breakdown.items()), g.score, g.success, g.threshold))
 
 
+def _resample_counts(n: int, resamples: int) -> NDArray[np.float64]:
+    """How often each of ``n`` episodes is drawn in each resample (rows), with replacement.
+
+    Indices come from raw PCG64 words (``seeding.make_bits``), whose stream numpy guarantees, and
+    exact or correctly rounded arithmetic, never from a ``Generator`` method: numpy may change
+    those between releases, and the intervals with them.
+    """
+    raw = np.asarray(make_bits("selective_verification/bootstrap", n).random_raw(n * resamples), dtype=np.uint64)
+    # The top 53 bits as a float in [0, 1) (exact), scaled by n and floored.
+    uniform = (raw >> np.uint64(11)).astype(np.float64) * (1.0 / 2**53)
+    index = np.minimum((uniform * n).astype(np.intp), n - 1).reshape(resamples, n)
+    offsets = (np.arange(resamples, dtype=np.intp) * n)[:, None]
+    counts: NDArray[np.float64] = (
+        np.bincount((index + offsets).ravel(), minlength=n * resamples).reshape(resamples, n).astype(np.float64)
+    )
+    return counts
+
+
+def _percentile(sorted_values: NDArray[np.float64], q: float) -> float:
+    """The ``q`` quantile of sorted values, linear between order statistics (numpy's default rule)."""
+    h = (sorted_values.size - 1) * q
+    lo = int(np.floor(h))
+    hi = min(lo + 1, sorted_values.size - 1)
+    return float(sorted_values[lo] + (h - lo) * (sorted_values[hi] - sorted_values[lo]))
+
+
 def _intervals(
     figures: Callable[[NDArray[np.float64]], dict[str, float | None]], n: int, resamples: int
 ) -> dict[str, tuple[float, float] | None]:
     """95% percentile bootstrap intervals of ``figures`` (episodes resampled with replacement).
 
-    An interval is ``None`` when the figure is undefined in some resample (nothing answered).
+    One set of resamples serves every figure (paired). An interval is ``None`` when the figure is
+    undefined in some resample (nothing answered).
     """
-
-    def statistic(index: NDArray[np.intp]) -> NDArray[np.float64]:
-        values = figures(np.bincount(np.asarray(index, dtype=np.intp), minlength=n).astype(np.float64))
-        return np.array([np.nan if values[k] is None else values[k] for k in INTERVAL_KEYS], dtype=np.float64)
-
-    with warnings.catch_warnings():
-        # Undefined figures are NaN in their resamples; scipy warns and returns NaN for them.
-        warnings.simplefilter("ignore")
-        result = bootstrap(
-            (np.arange(n),),
-            statistic,
-            vectorized=False,
-            n_resamples=resamples,
-            method="percentile",
-            random_state=make_np_rng("selective_verification/bootstrap", n),
-        )
-    low, high = np.atleast_1d(result.confidence_interval.low), np.atleast_1d(result.confidence_interval.high)
-    return {
-        key: None if np.isnan(lo) or np.isnan(hi) else (float(lo), float(hi))
-        for key, lo, hi in zip(INTERVAL_KEYS, low, high, strict=True)
-    }
+    values = np.full((resamples, len(INTERVAL_KEYS)), np.nan)
+    for r, weight in enumerate(_resample_counts(n, resamples)):
+        row = figures(weight)
+        values[r] = [np.nan if row[k] is None else row[k] for k in INTERVAL_KEYS]
+    out: dict[str, tuple[float, float] | None] = {}
+    for key, column in zip(INTERVAL_KEYS, values.T, strict=True):
+        if np.isnan(column).any():
+            out[key] = None
+            continue
+        ordered = np.sort(column)
+        out[key] = (_percentile(ordered, 0.025), _percentile(ordered, 0.975))
+    return out
 
 
 def summarize(grades: Sequence[Grade], resamples: int = BOOTSTRAP_RESAMPLES) -> dict[str, float | None]:
@@ -214,7 +230,7 @@ def summarize(grades: Sequence[Grade], resamples: int = BOOTSTRAP_RESAMPLES) -> 
         "skill_over_blind": point["skill_over_blind"],
         "blind_accuracy": float(np.mean([r["blind_correct"] for r in rows])),
     }
-    # One episode has no spread to resample (scipy refuses it): its intervals are None.
+    # One episode has no spread to resample: its intervals are None.
     intervals = _intervals(figures, n, resamples) if resamples > 0 and n > 1 else {}
     for key in INTERVAL_KEYS:
         ci = intervals.get(key)
