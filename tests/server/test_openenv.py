@@ -111,3 +111,22 @@ def test_openenv_client_shows_which_reset_argument_is_wrong(server: ServerProces
         with pytest.raises(Exception, match=r"data\.seed: Input should be a valid integer"):
             client.reset(seed="one")
         assert client.reset(seed=1).done is False  # the connection survives both
+
+
+@pytest.mark.parametrize("args", [["--root", "selective_verification"], ["--profile", "seed001"]])
+def test_openenv_cli_validates_the_root(args: list[str]) -> None:
+    """With one environment at the root, ``openenv validate --url`` passes on the bare address."""
+    require_openenv()
+    from tests.server.servers import start_server
+
+    root_server = start_server(args, admin_token=None)
+    try:
+        runs = [["validate", "--url", root_server.url]]
+        proc = subprocess.run(
+            [sys.executable, "-c", _CLI_LOOP, json.dumps(runs)], capture_output=True, text=True, timeout=300
+        )
+    finally:
+        root_server.stop()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ((code, output),) = json.loads(proc.stdout.strip().splitlines()[-1]).values()
+    assert code == 0 and "Verdict: PASS" in output, output
