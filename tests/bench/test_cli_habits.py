@@ -20,7 +20,7 @@ from integrity_gym.bench.results import ResultsDB
 from integrity_gym.bench.runner import BenchConfig, SetupError, pass_at_k, run_bench
 from tests.bench.test_cli_bench import run, stable
 
-GDPR = "pii_redaction/gdpr_contract_easy-v0"
+GDPR = "pii_redaction/gdpr_contract_easy-v1"
 
 
 def no_run_left(tmp_path: Path, out: Path, db: Path) -> None:
@@ -140,7 +140,7 @@ def test_epochs_repeat_items_and_report_pass_at_k(tmp_path: Path) -> None:
 
 def test_task_ids_without_version_mean_the_newest(tmp_path: Path) -> None:
     result = run_bench(bench=BenchConfig.build(tasks="information_integrity/easy", episodes=1), out_dir=tmp_path)
-    assert list(result.summaries) == ["information_integrity/easy-v0"]
+    assert list(result.summaries) == ["information_integrity/easy-v1"]
 
 
 def test_every_table_fits_80_columns(tmp_path: Path) -> None:
@@ -151,7 +151,7 @@ def test_every_table_fits_80_columns(tmp_path: Path) -> None:
     console = Console(width=80, record=True, force_terminal=False)
     print_summary(console, result)
     text = console.export_text()
-    assert max(map(len, text.splitlines())) <= 80
+    assert max(map(len, text.splitlines())) <= 80 and "…" not in text  # fits, and nothing was cut
     for spec_id in result.summaries:  # every task named whole
         assert spec_id.split("/", 1)[1] in text
     with ResultsDB(tmp_path / "db.sqlite") as db:
@@ -160,17 +160,19 @@ def test_every_table_fits_80_columns(tmp_path: Path) -> None:
     for table in runs_tables(runs * 12, rows, width=80):
         console.print(table)
     shown = console.export_text()
-    assert max(map(len, shown.splitlines())) <= 80 and result.run_id in shown and "runs 1-" in shown
+    assert (
+        max(map(len, shown.splitlines())) <= 80 and "…" not in shown and result.run_id in shown and "runs 1-" in shown
+    )
     assert all(len(line) <= 78 for line in shell_lines(result.command))
     assert " ".join(x.removesuffix("\\").strip() for x in shell_lines(result.command)) == result.command
     listed = run("list")
-    assert listed.returncode == 0 and max(map(len, listed.stdout.splitlines())) <= 80
+    assert listed.returncode == 0 and max(map(len, listed.stdout.splitlines())) <= 80 and "…" not in listed.stdout
 
 
 def test_version_and_play_help() -> None:
     version = run("--version")
     assert version.returncode == 0 and version.stdout.startswith("integrity-gym ")
-    played = subprocess.run([sys.executable, "-m", "integrity_gym", "play", "selective_verification/text-v0"],
+    played = subprocess.run([sys.executable, "-m", "integrity_gym", "play", "selective_verification/text-v1"],
                             input="help\n?\nquit\n", capture_output=True, text=True, timeout=120)  # fmt: skip
     assert played.returncode == 0 and "quit ends the episode" in played.stdout
     assert "reward" not in played.stdout.split("quit ends the episode", 1)[1].split("grade")[0]  # nothing played
@@ -217,4 +219,4 @@ def test_an_llm_run_resumes_with_its_recorded_settings_at_a_new_address(tmp_path
         result = CliRunner().invoke(app, ["bench", "--resume", str(out), "--base-url", new_url, "--no-db"])
     assert result.exit_code == 0, result.output
     assert len(stub.requests) == 2 and all(r["model"] == "stub" and r["temperature"] == 0.5 for r in stub.requests)
-    assert json.loads((out / "summary.json").read_text())["tasks"]["selective_verification/text-v0"]["episodes"] == 3
+    assert json.loads((out / "summary.json").read_text())["tasks"]["selective_verification/text-v1"]["episodes"] == 3

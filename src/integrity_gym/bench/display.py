@@ -128,7 +128,9 @@ def shell_lines(command: str, width: int = 78) -> list[str]:
 
 def _table(title: str, *columns: str) -> Table:
     # No outer box and one space between columns: the widest table fits 80 columns.
-    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), title_justify="left")
+    table = Table(
+        title=title, box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True, title_justify="left"
+    )
     for i, column in enumerate(columns):
         table.add_column(column, justify="left" if i == 0 else "right", no_wrap=i == 0)
     return table
@@ -224,7 +226,7 @@ def runs_tables(
     for env, task_ids in by_env.items():
         task_ids.sort(key=lambda t: (order.get(t, len(order)), t))
         name_width = max(len(short_task(t)) for t in task_ids)
-        fits = max(1, (width - name_width - 1) // 7)  # a grade is 5 characters and a space or two
+        fits = max(1, (width - name_width - 2) // 7)  # a grade is 5 characters and 2 spaces; 2 at the edges
         shown = list(enumerate(runs, 1))[:fits]
         title = env + (f" (runs 1-{fits} of {len(runs)})" if len(runs) > fits else "")
         table = _table(title, "task", *(f"#{n}" for n, _ in shown))
