@@ -71,6 +71,7 @@ def test_out_is_never_overwritten_silently_and_bad_paths_are_clear(tmp_path: Pat
     assert (out / "config.json").read_text() == before
     forced = run("bench", "--tasks", GDPR, "--episodes", "2", "--out", str(out), "--no-db", "--overwrite")
     assert forced.returncode == 0 and len((out / "episodes.jsonl").read_text().splitlines()) == 2
+    assert ": 2 episodes done (2/2 in all)" in forced.stdout  # piped output: a line per finished task
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     unwritable = run("bench", "--tasks", GDPR, "--out", str(blocker / "run"), "--no-db")

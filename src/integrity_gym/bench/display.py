@@ -37,6 +37,7 @@ class LiveProgress:
         self.failed = 0
         self.total = 0
         self._bars: dict[str, TaskID] = {}
+        self._task_failed: dict[str, int] = {}
         self._progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -80,6 +81,16 @@ class LiveProgress:
         if self._overall is not None:
             self._progress.update(self._overall, advance=1, description=self._count_text())
         if self.echo == "none":
+            if not self.console.is_terminal:  # no bars in a pipe or a CI log: one line per finished task
+                task = self._progress.tasks[self._bars[record.task_id]]
+                self._task_failed[record.task_id] = self._task_failed.get(record.task_id, 0) + bool(record.error)
+                if task.completed == task.total:
+                    failed = self._task_failed[record.task_id]
+                    self.console.print(
+                        f"{record.task_id}: {int(task.completed)} episodes done"
+                        + (f", {failed} failed" if failed else "") + f" ({self.done}/{self.total} in all)",
+                        markup=False, highlight=False,
+                    )  # fmt: skip
             return
         lines = logs.episode_block(record, self.model)
         shown = lines if self.echo == "all" else lines[-1:]
