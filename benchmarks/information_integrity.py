@@ -50,7 +50,7 @@ def episodes(task_id: str, agent_name: str, n: int) -> None:
 def main() -> None:
     out: dict[str, Any] = {"repeats": REPEATS, "episodes_per_repeat": EPISODES, "episodes_per_second": {}}
     for tier in ("easy", "medium", "hard"):
-        task_id = f"information_integrity/{tier}-v0"
+        task_id = f"information_integrity/{tier}-v1"
         for agent in ("heuristic", "oracle", "random"):
             seconds = median_seconds(lambda t=task_id, a=agent: episodes(t, a, EPISODES))
             out["episodes_per_second"][f"{task_id} {agent}"] = round(EPISODES / seconds, 1)

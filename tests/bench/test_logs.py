@@ -7,8 +7,8 @@ from integrity_gym.bench.records import EpisodeRecord, StepRecord
 
 
 def test_lines_have_the_reference_shape() -> None:
-    assert logs.start_line("pii_redaction/x-v0", "pii_redaction", "m", 2, 7) == (
-        "[START] task=pii_redaction/x-v0 env=pii_redaction model=m episode=2 seed=7"
+    assert logs.start_line("pii_redaction/x-v1", "pii_redaction", "m", 2, 7) == (
+        "[START] task=pii_redaction/x-v1 env=pii_redaction model=m episode=2 seed=7"
     )
     assert logs.step_line(1, "REDACT(59,69,EMAIL)", 0.86, False, None) == (
         "[STEP] step=1 action=REDACT(59,69,EMAIL) reward=0.860 done=false error=null"

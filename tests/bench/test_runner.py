@@ -38,10 +38,10 @@ def test_a_run_writes_every_artifact_and_the_database_row(tmp_path: Path) -> Non
         assert isinstance(entry["mean_return"], float) and isinstance(entry["metrics"], dict)
     # Each environment's tier means are those of its tasks; the heuristic orders
     # information_integrity's tiers easy > medium > hard, and pii_redaction has one tier here.
-    tier_of = {"easy-v0": "easy", "medium-v0": "medium", "hard-v0": "hard"}
+    tier_of = {"easy-v1": "easy", "medium-v1": "medium", "hard-v1": "hard"}
     ii = {tier_of[t.split("/")[1]]: e["mean_score"] for t, e in summary["tasks"].items() if "integrity" in t}
     assert summary["tier_separation"]["information_integrity"]["means"] == ii
-    pii = summary["tasks"]["pii_redaction/gdpr_contract_easy-v0"]["mean_score"]
+    pii = summary["tasks"]["pii_redaction/gdpr_contract_easy-v1"]["mean_score"]
     assert summary["tier_separation"]["pii_redaction"]["means"] == {"easy": pii}
     assert summary["tier_separation"]["pii_redaction"]["ok"] is None
     assert set(summary["tiers"]) == {"easy", "medium", "hard"}
@@ -82,7 +82,7 @@ def test_a_failing_episode_is_recorded_and_the_run_goes_on(tmp_path: Path, monke
     failed = [r for r in result.records if r.error]
     assert len(failed) == 2 and all(r.seed == 1 for r in failed)
     assert "agent broke" in failed[0].error and "Traceback" in (failed[0].traceback or "")
-    pii = result.summaries["pii_redaction/gdpr_contract_easy-v0"]
+    pii = result.summaries["pii_redaction/gdpr_contract_easy-v1"]
     assert pii.episodes == 1 and pii.failed == 1 and pii.truncated == 1 and pii.mean_steps == 3
     # Failures beyond --max-failures (0 by default) fail the run; allowing them completes it.
     assert result.status == "failed" and json.loads((tmp_path / "summary.json").read_text())["status"] == "failed"
@@ -102,7 +102,7 @@ def test_a_failing_summarize_fails_the_run(tmp_path: Path, monkeypatch: pytest.M
 
     monkeypatch.setattr(InformationIntegrityEnv, "summarize", classmethod(broken))
     result = run_bench(bench=BenchConfig.build(tasks="information_integrity/easy*", episodes=2), out_dir=tmp_path)
-    summary = result.summaries["information_integrity/easy-v0"]
+    summary = result.summaries["information_integrity/easy-v1"]
     assert result.status == "failed" and summary.summary_error == "ZeroDivisionError: metric bug"
     assert summary.episodes == 2 and summary.mean_score is not None  # the grades themselves are kept
 
@@ -122,9 +122,9 @@ def test_tier_separation_and_tier_table() -> None:
         return TaskSummary(episodes=n, mean_score=score, success_rate=0.5, mean_return=1.0, tier=tier,
                            std_score=sd, metrics=dict(metrics))  # fmt: skip
 
-    ii = "information_integrity/{}-v0"
+    ii = "information_integrity/{}-v1"
     good = {ii.format("easy"): s("easy", 0.9), ii.format("medium"): s("medium", 0.6), ii.format("hard"): s("hard", 0.3),
-            "pii_redaction/gdpr_contract_easy-v0": s("easy", 1)}  # fmt: skip
+            "pii_redaction/gdpr_contract_easy-v1": s("easy", 1)}  # fmt: skip
     sep = tier_separation(good)
     assert sep["information_integrity"]["ok"] is True and sep["pii_redaction"]["ok"] is None
     assert sep["information_integrity"]["metric"] == "mean_score"
@@ -140,7 +140,7 @@ def test_tier_separation_and_tier_table() -> None:
     reversed_ = tier_separation({**good, ii.format("hard"): s("hard", 0.95)})["information_integrity"]
     assert reversed_["ok"] is False and reversed_["pairs"][1]["verdict"] == "reversed"
     # Selective verification is judged on skill, with the interval its summarize() reports.
-    sv = "selective_verification/{}-v0"
+    sv = "selective_verification/{}-v1"
     skill = {sv.format("random"): s("easy", 0.5, skill=0.43, skill_ci_low=0.29, skill_ci_high=0.57),
              sv.format("balanced"): s("medium", 0.9, skill=0.27, skill_ci_low=0.15, skill_ci_high=0.39)}  # fmt: skip
     judged = tier_separation(skill)["selective_verification"]
@@ -154,6 +154,6 @@ def test_a_task_without_per_episode_success_reports_no_success_rate(tmp_path: Pa
     bench = BenchConfig.build(tasks="selective_verification/text*,information_integrity/easy*", agent="heuristic",
                               episodes=2)  # fmt: skip
     result = run_bench(bench=bench, out_dir=tmp_path)
-    assert result.summaries["selective_verification/text-v0"].success_rate is None
-    assert result.summaries["information_integrity/easy-v0"].success_rate is not None
+    assert result.summaries["selective_verification/text-v1"].success_rate is None
+    assert result.summaries["information_integrity/easy-v1"].success_rate is not None
     assert result.tiers["medium"]["success_rate"] is None and result.tiers["easy"]["success_rate"] is not None

@@ -133,6 +133,14 @@ def get_spec(task_id: str) -> TaskSpec:
     return default_registry().get(task_id)
 
 
+def latest_task_id(env: str, name: str) -> str:
+    """The id of the newest registered version of task ``env/name``."""
+    found = [s for s in default_registry().all() if s.env == env and s.name == name]
+    if not found:
+        raise KeyError(f"no task {env}/{name} is registered; see `igym list`")
+    return max(found, key=lambda s: s.version).id
+
+
 def list_tasks(pattern: str = "*") -> list[TaskSpec]:
     """Return the registered tasks whose id matches ``pattern``."""
     return default_registry().select(pattern)

@@ -93,9 +93,7 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
     if (await receive())["type"] != "websocket.connect":
         return
     await send({"type": "websocket.accept"})
-    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
-    query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-    admin = is_admin(service.config.admin_token, presented_token(headers, query))
+    admin = _is_admin_connection(scope, service)
     peer = str((scope.get("client") or ("-",))[0])
     closed = False
 
@@ -162,6 +160,8 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
             if reply is None:
                 break
             await send(_text(reply))
+            # An idle connection keeps only its session: not its last message and reply.
+            message = text = reply = None  # type: ignore[assignment]
     except OSError as exc:  # the client vanished or the reaper closed the socket under us
         log.debug("websocket of session %s ended: %s", session.id, exc)
     except Exception:  # a server bug outside any message: say so, then close properly
@@ -177,6 +177,12 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
     finally:
         await service.store.release(session)
         await close(1000)
+
+
+def _is_admin_connection(scope: Scope, service: EnvService) -> bool:
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+    query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+    return is_admin(service.config.admin_token, presented_token(headers, query))
 
 
 def _handle(text: str, session: Session, service: EnvService, admin: bool, peer: str = "-") -> str | None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import integrity_gym
+from integrity_gym.core.registry import latest_task_id
 from integrity_gym.core.seeding import EVAL_SECRET_ENV
 from integrity_gym.core.types import Grade
 from integrity_gym.envs.information_integrity import rules
@@ -17,7 +18,7 @@ from integrity_gym.envs.information_integrity.env import CORPUS_ENV_VAR, Informa
 from integrity_gym.envs.information_integrity.generator import generate
 from integrity_gym.envs.information_integrity.models import DECISIONS, DIFFICULTIES, Decision, Scenario
 
-TASK_IDS = [f"information_integrity/{tier}-v0" for tier in DIFFICULTIES]
+TASK_IDS = [f"information_integrity/{tier}-v1" for tier in DIFFICULTIES]
 THRESHOLDS = {"easy": 0.75, "medium": 0.70, "hard": 0.72}
 
 
@@ -42,7 +43,7 @@ def action(item: str) -> dict[str, str]:
 
 
 def start(scenario: Scenario, **config: Any) -> InformationIntegrityEnv:
-    env = integrity_gym.make(f"information_integrity/{scenario.difficulty}-v0", **config)
+    env = integrity_gym.make(latest_task_id("information_integrity", scenario.difficulty), **config)
     assert isinstance(env, InformationIntegrityEnv)
     env.reset(seed=0, options={"scenario": scenario})
     return env

@@ -102,7 +102,7 @@ def test_collector_builds_a_scenario_the_env_accepts(corpus: Path, tmp_path: Pat
     assert scenario.label == "remove"
     path = tmp_path / "s.json"
     path.write_text(scenario.model_dump_json())
-    env = integrity_gym.make("information_integrity/medium-v0")
+    env = integrity_gym.make("information_integrity/medium-v1")
     assert env.reset(options={"scenario_file": str(path)}).claims[0].text == "Kelpwort tea cures the flu"
     with pytest.raises(ValueError, match="at least 2"):
         collector.build_scenario("Oakhaven roadworks bridge")

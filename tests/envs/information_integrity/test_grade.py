@@ -89,7 +89,7 @@ def random_reasoning(rng: random.Random, scenario: Scenario, decision: Decision)
 @pytest.mark.parametrize("tier", DIFFICULTIES)
 def test_success_implies_a_right_and_reasoned_decision(tier: str) -> None:
     """Random agents and random strategies (evidence, decision, reasoning) on gold and generated items."""
-    task = f"information_integrity/{tier}-v0"
+    task = f"information_integrity/{tier}-v1"
     grades: list[tuple[Grade, bool]] = []
     env = integrity_gym.make(task)
     for seed in range(60):

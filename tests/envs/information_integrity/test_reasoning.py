@@ -138,7 +138,7 @@ def test_length_cap_only_reads_the_first_characters() -> None:
 
 
 def test_an_agent_that_dumps_ids_in_its_decision_scores_zero_reasoning_in_the_env() -> None:
-    env = integrity_gym.make("information_integrity/hard-v0")
+    env = integrity_gym.make("information_integrity/hard-v1")
     env.reset(scenario_id="hard_003")
     for i in ALL_IDS:
         key = "claim_id" if i.startswith("claim") else "source_id"

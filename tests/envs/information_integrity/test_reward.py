@@ -128,7 +128,7 @@ def test_presets_load_from_a_yaml_path_and_bad_files_name_the_problem(tmp_path: 
     good = tmp_path / "mine.yaml"
     good.write_text(text.replace("correct_decision: 1.00", "correct_decision: 2.00"))
     assert rw.load_reward_config(good).correct_decision == 2.0
-    env = integrity_gym.make("information_integrity/easy-v0", reward_preset=str(good))
+    env = integrity_gym.make("information_integrity/easy-v1", reward_preset=str(good))
     assert env.reward_config.correct_decision == 2.0
     bad = tmp_path / "bad.yaml"
     bad.write_text(text.replace("premature_decision: -0.30", "premature_decision: 0.30"))
@@ -142,7 +142,7 @@ def test_presets_load_from_a_yaml_path_and_bad_files_name_the_problem(tmp_path: 
 def test_every_step_breakdown_sums_to_its_reward_and_totals_stay_in_the_clip(preset: str) -> None:
     from integrity_gym.agents import make_agent
 
-    for task_id in ("information_integrity/easy-v0", "information_integrity/hard-v0"):
+    for task_id in ("information_integrity/easy-v1", "information_integrity/hard-v1"):
         env = integrity_gym.make(task_id, reward_preset=preset)
         for agent_name in ("noop", "random", "heuristic"):
             for seed in range(4):
@@ -166,9 +166,9 @@ def test_exploration_rewards_do_not_depend_on_hidden_facts() -> None:
 
     for preset in ("default", "reference"):
         for seed in range(6):
-            env = integrity_gym.make("information_integrity/hard-v0", reward_preset=preset)
+            env = integrity_gym.make("information_integrity/hard-v1", reward_preset=preset)
             obs = env.reset(seed=seed)
-            twin = integrity_gym.make("information_integrity/hard-v0", reward_preset=preset)
+            twin = integrity_gym.make("information_integrity/hard-v1", reward_preset=preset)
             twin.load_state(InformationIntegrityEnv.counterfactual(env.state(), random.Random(seed)))
             assert twin.state().scenario.label != env.state().scenario.label
             actions = [{"type": "check_source", "source_id": s.id} for s in obs.available_sources]

@@ -18,9 +18,9 @@ from integrity_gym.envs.pii_redaction.generator import generate_document
 from integrity_gym.envs.pii_redaction.models import Document, Kind
 
 TASKS = {
-    "contract": "pii_redaction/gdpr_contract_easy-v0",
-    "clinical": "pii_redaction/hipaa_medical_medium-v0",
-    "security": "pii_redaction/security_logs_hard-v0",
+    "contract": "pii_redaction/gdpr_contract_easy-v1",
+    "clinical": "pii_redaction/hipaa_medical_medium-v1",
+    "security": "pii_redaction/security_logs_hard-v1",
 }
 
 

@@ -8,7 +8,7 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         env="information_integrity",
         name="easy",
-        version=0,
+        version=1,
         tier="easy",
         description="One clear-cut claim with a fact-check verdict; trusted sources agree, one weak source dissents.",
         success_threshold=0.75,
@@ -19,7 +19,7 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         env="information_integrity",
         name="medium",
-        version=0,
+        version=1,
         tier="medium",
         description="Misleading statistics and mixed evidence: partial truths, unknown verdicts, outdated sources.",
         success_threshold=0.70,
@@ -30,7 +30,7 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         env="information_integrity",
         name="hard",
-        version=0,
+        version=1,
         tier="hard",
         description="Several claims, trusted sources in conflict, satire and outdated traps, harm-dependent policy.",
         success_threshold=0.72,

@@ -17,7 +17,7 @@ def _task(name: str, tier: str, description: str, **config: object) -> TaskSpec:
     return TaskSpec(
         env="selective_verification",
         name=name,
-        version=0,
+        version=1,
         tier=tier,
         description=description,
         success_threshold=_THRESHOLD,

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from integrity_gym.core.env import validate_config
+from integrity_gym.core.registry import latest_task_id
 from integrity_gym.envs.selective_verification.env import VerificationConfig
 from integrity_gym.envs.selective_verification.generator import DifficultyChoice, PartitionName
 from integrity_gym.envs.selective_verification.models import ScoringRule, Split
@@ -66,7 +67,7 @@ class SelectiveVerificationConfig(vf.TasksetConfig):
     def task_id(self) -> str:
         """The integrity-gym task these items come from."""
         name = "text" if self.variant == "text" else self.split
-        return f"{ENV_NAME}/{name}-v0"
+        return latest_task_id(ENV_NAME, name)
 
     def env_config(self) -> dict[str, Any]:
         """The environment configuration every item is built and scored with."""
@@ -93,7 +94,7 @@ class SelectiveVerificationConfig(vf.TasksetConfig):
 class SelectiveVerificationData(vf.TaskData):
     """One item: which task, which item, and the configuration that scores it."""
 
-    task_id: str = Field(description="integrity-gym task id, e.g. selective_verification/balanced-v0.")
+    task_id: str = Field(description="integrity-gym task id, e.g. selective_verification/balanced-v1.")
     index: int = Field(ge=0, description="Item index; the environment is reset with this seed.")
     env_config: dict[str, Any] = Field(description="Environment configuration (dataset and scoring).")
 
