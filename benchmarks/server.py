@@ -563,7 +563,7 @@ def measure_minimal(
                     "openenv": "uvicorn default",
                     "openenv_same_uvicorn": OUR_WS,
                 },
-                "note": "one client connection per measurement; medians over rounds; server CPU from psutil",
+                "note": "one client connection per measurement; medians over rounds; server CPU from /proc",
             },
             "websocket": ws,
             "http": http,
