@@ -10,10 +10,15 @@ same minimal environment (add an amount to a running total; a hidden target):
   same JSON shape — the least any Python server on this stack can do per step.
 
 Measured: WebSocket and HTTP steps/s on one connection and the server process's CPU
-microseconds per step (psutil); WebSocket steps/s with 8 connections stepping at once; memory per
+microseconds per step (from /proc); WebSocket steps/s with 8 connections stepping at once; memory per
 idle session with 1,000 sessions open (ours, each environment in a fresh server process); p50/p99
 step latency with 100 concurrent clients. Each figure is the median of several rounds, servers
 interleaved round by round. All traffic stays on 127.0.0.1; every loop is bounded in count.
+
+Besides the minimal environment (``--sections minimal``): pii_redaction over one WebSocket on
+SKIP against seed 001's own server, started from ``../shared/peers/pii_redaction_env`` in its
+venv with openenv-core 0.3.0 (``--sections pii``), and bytes per idle session over HTTP and
+WebSocket for every environment, each in a fresh server process (``--sections memory``).
 
 The client runs on the same two cores as the server, so steps/s include the client's own cost
 and whatever else the machine is doing (``machine.load_avg_1m`` is recorded): server CPU per step
