@@ -22,7 +22,7 @@ $(DEV): pyproject.toml | $(BIN)/python
 	touch $@ $(STAMP)
 
 bench: $(STAMP)
-	$(BIN)/igym bench --tasks '*' --agent heuristic --episodes $(EPISODES) --seed $(SEED) --out outputs/bench
+	$(BIN)/igym bench --tasks '*' --agent heuristic --episodes $(EPISODES) --seed $(SEED) --out outputs/bench --overwrite
 
 # README results: the heuristic baselines and the bundled tiny LLM (SmolLM2-135M on llama.cpp,
 # offline) on every task, then the report; writes docs/results.md and its figures in docs/results/.

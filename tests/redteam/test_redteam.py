@@ -19,10 +19,11 @@ def test_attack_stays_under_the_bar(
 ) -> None:
     if attack.secret_only:  # the replay wins by design in public mode; the secret must stop it
         monkeypatch.setenv(EVAL_SECRET_ENV, SECRET)
-    result = run_attack(spec, attack, range(EPISODES))
+    episodes = max(EPISODES, bar_for(spec.env).episodes)
+    result = run_attack(spec, attack, range(episodes))
     assert result.held, (
         f"{attack.name} on {spec.id}: mean {result.mean:.3f} (limit {result.limit:.3f}), "
-        f"{result.successes}/{EPISODES} successes (at most {result.max_successes})"
+        f"{result.successes}/{episodes} successes (at most {result.max_successes})"
     )
 
 

@@ -39,6 +39,9 @@ class Bar:
     margin: float
     why: str
     max_success_rate: float = 1 / 20
+    #: The fewest episodes an attack is judged on: a mean over too few noisy episodes (one-step
+    #: tasks) cannot tell an attack from a lucky draw at the margin's scale.
+    episodes: int = 20
 
     def limit(self, threshold: float) -> float:
         """The highest mean grade an attack may reach on a task with this threshold."""

@@ -30,8 +30,12 @@ BAR = Bar(
         "confidence 1 (0.91 on random over seeds 0-19): it looks at the picture, and inflating an "
         "accurate agent costs little per episode, so it sits next to the honest heuristic (0.905 "
         "there); 0.04 is the widest margin it clears. No episode is ever a success here, so the "
-        "success count cannot fail and the mean carries the bar."
+        "success count cannot fail and the mean carries the bar. Episodes are one step, so a mean "
+        "over 20 has a standard error of about 0.03, the margin's own size (the blind agent on "
+        "popular read 0.878 on one set of 20 seeds and 0.937 on another, 0.888 over 200): every "
+        "attack is judged on at least 60 episodes."
     ),
+    episodes=60,
 )
 
 
