@@ -100,7 +100,8 @@ def run_attack(spec: TaskSpec, attack: Attack, seeds: Iterable[int]) -> AttackRe
 def run_redteam(pattern: str = "*", episodes: int = 20, seed: int = 0) -> list[AttackResult]:
     """Every attack on every task matching ``pattern``, over ``episodes`` seeds from ``seed``.
 
-    An environment's ``Bar.episodes`` raises the count where its episodes are too noisy. Attacks that win by design in public mode (``secret_only``: the replay) are played only when
+    An environment's ``Bar.episodes`` raises the count where its episodes are too noisy. Attacks
+    that win by design in public mode (``secret_only``: the replay) are played only when
     the eval secret is set.
     """
     secret = data_mode() != "public"
