@@ -40,3 +40,10 @@ def test_secret_only_attacks_are_played_only_with_a_secret(monkeypatch: pytest.M
     secret = {r.attack for r in run_redteam(task, episodes=1)}
     replay = {a.name for a in attacks_for("information_integrity") if a.secret_only}
     assert replay and not replay & public and replay <= secret
+
+
+@pytest.mark.parametrize("env", sorted({spec.env for spec in integrity_gym.list_tasks()}))
+def test_every_environment_names_its_trivial_floor(env: str) -> None:
+    # The results table shows the floor beside the baselines: doing nothing is one on every env.
+    floors = {a.name for a in attacks_for(env) if a.floor}
+    assert "do_nothing" in floors or "always_abstain" in floors

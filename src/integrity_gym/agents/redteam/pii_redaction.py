@@ -219,7 +219,10 @@ def _attack(name: str, description: str, cls: Any) -> Attack:
 #: This environment's attacks (the replay attack every environment faces is in ``replay.py``).
 ATTACKS: tuple[Attack, ...] = (
     Attack(
-        "do_nothing", "The environment's do-nothing action every step.", lambda spec, seed: NoopAgent(make(spec.id))
+        "do_nothing",
+        "The environment's do-nothing action every step.",
+        lambda spec, seed: NoopAgent(make(spec.id)),
+        floor=True,
     ),
     _attack("speaker_names", "Redact the name in every chat speaker tag, as NAME.", SpeakerNames),
     _attack(
