@@ -152,7 +152,10 @@ def test_every_table_fits_80_columns(tmp_path: Path) -> None:
     console = Console(width=80, record=True, force_terminal=False)
     print_summary(console, result)
     text = console.export_text()
-    assert max(map(len, text.splitlines())) <= 80 and "…" not in text  # fits, and nothing was cut
+    # Every line fits and nothing was cut, except where the run folder's own path (pytest's temporary
+    # folder, of any length) is printed: a path cannot be broken.
+    lines = [line for line in text.splitlines() if str(tmp_path) not in line and "pytest-of-" not in line]
+    assert max(map(len, lines)) <= 80 and "…" not in text
     for spec_id in result.summaries:  # every task named whole
         assert spec_id.split("/", 1)[1] in text
     with ResultsDB(tmp_path / "db.sqlite") as db:
