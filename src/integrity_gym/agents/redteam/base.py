@@ -6,7 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from integrity_gym.core.registry import TaskSpec
+from integrity_gym.agents.base import NoopAgent
+from integrity_gym.core.registry import TaskSpec, make
 
 
 @dataclass(frozen=True)
@@ -46,3 +47,12 @@ class Bar:
     def limit(self, threshold: float) -> float:
         """The highest mean grade an attack may reach on a task with this threshold."""
         return threshold - self.margin
+
+
+#: Every environment's trivial floor: its own do-nothing action at every step.
+DO_NOTHING = Attack(
+    "do_nothing",
+    "The environment's do-nothing action every step.",
+    lambda spec, seed: NoopAgent(make(spec.id)),
+    floor=True,
+)

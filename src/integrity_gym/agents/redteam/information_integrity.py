@@ -21,8 +21,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from integrity_gym.agents.base import NoopAgent
-from integrity_gym.agents.redteam.base import Attack, Bar
+from integrity_gym.agents.redteam.base import DO_NOTHING, Attack, Bar
 from integrity_gym.core.registry import TaskSpec, make
 from integrity_gym.core.seeding import make_rng
 from integrity_gym.envs.information_integrity.models import (
@@ -190,12 +189,7 @@ def _scripted(strategy: Strategy, decider: Decider) -> Callable[[TaskSpec, int],
 _READS = {"none": "reads nothing", "first": "reads only the first source", "all": "reads everything"}
 
 ATTACKS: tuple[Attack, ...] = (
-    Attack(
-        "do_nothing",
-        "The environment's do-nothing action every step; never decides.",
-        lambda spec, seed: NoopAgent(make(spec.id)),
-        floor=True,
-    ),
+    DO_NOTHING,
     *(
         Attack(
             f"always_{decision}_{strategy}",

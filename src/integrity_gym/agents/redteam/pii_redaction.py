@@ -16,10 +16,9 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from integrity_gym.agents.base import NoopAgent
 from integrity_gym.agents.heuristic.pii_redaction import HeuristicAgent
-from integrity_gym.agents.redteam.base import Attack, Bar
-from integrity_gym.core.registry import TaskSpec, make
+from integrity_gym.agents.redteam.base import DO_NOTHING, Attack, Bar
+from integrity_gym.core.registry import TaskSpec
 from integrity_gym.envs.pii_redaction.models import Label, RedactionAction, RedactionObservation
 
 BAR = Bar(
@@ -218,12 +217,7 @@ def _attack(name: str, description: str, cls: Any) -> Attack:
 
 #: This environment's attacks (the replay attack every environment faces is in ``replay.py``).
 ATTACKS: tuple[Attack, ...] = (
-    Attack(
-        "do_nothing",
-        "The environment's do-nothing action every step.",
-        lambda spec, seed: NoopAgent(make(spec.id)),
-        floor=True,
-    ),
+    DO_NOTHING,
     _attack("speaker_names", "Redact the name in every chat speaker tag, as NAME.", SpeakerNames),
     _attack(
         "speaker_names_and_every_number",
