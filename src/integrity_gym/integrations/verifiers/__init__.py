@@ -10,3 +10,18 @@ Three tasksets, each importable under its hub id (``pip install 'integrity-gym[v
 ``episodes`` holds the framework-free part (building, resetting and stepping an environment from
 model replies); the taskset modules import verifiers, so importing this package does not.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+
+def load_verifiers() -> Any:
+    """``verifiers.v1``, or an ImportError naming the extra that installs it."""
+    try:
+        return importlib.import_module("verifiers.v1")
+    except ImportError as exc:  # pragma: no cover - depends on the optional extra
+        raise ImportError(
+            "the verifiers tasksets need the 'verifiers' extra: pip install 'integrity-gym[verifiers]'"
+        ) from exc

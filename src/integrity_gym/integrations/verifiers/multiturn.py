@@ -18,7 +18,6 @@ least reliable thing small models do.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -26,14 +25,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from integrity_gym.core.registry import list_tasks
+from integrity_gym.integrations.verifiers import load_verifiers
 from integrity_gym.integrations.verifiers.episodes import EnvEpisode
 
-try:
-    vf: Any = importlib.import_module("verifiers.v1")
-except ImportError as exc:  # pragma: no cover - depends on the optional extra
-    raise ImportError(
-        "the verifiers tasksets need the 'verifiers' extra: pip install 'integrity-gym[verifiers]'"
-    ) from exc
+vf: Any = load_verifiers()
 
 if TYPE_CHECKING:
     AgentConfig = Any

@@ -17,7 +17,6 @@ the configuration is read, before any rollout.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -28,14 +27,10 @@ from integrity_gym.core.registry import latest_task_id
 from integrity_gym.envs.selective_verification.env import VerificationConfig
 from integrity_gym.envs.selective_verification.generator import DifficultyChoice, PartitionName
 from integrity_gym.envs.selective_verification.models import ScoringRule, Split
+from integrity_gym.integrations.verifiers import load_verifiers
 from integrity_gym.integrations.verifiers.episodes import EnvEpisode
 
-try:
-    vf: Any = importlib.import_module("verifiers.v1")
-except ImportError as exc:  # pragma: no cover - depends on the optional extra
-    raise ImportError(
-        "the verifiers tasksets need the 'verifiers' extra: pip install 'integrity-gym[verifiers]'"
-    ) from exc
+vf: Any = load_verifiers()
 
 ENV_NAME = "selective_verification"
 
