@@ -345,7 +345,8 @@ def tier_separation(summaries: Mapping[str, TaskSummary]) -> dict[str, dict[str,
         pairs = []
         for hi, lo in itertools.pairwise(means):
             diff = means[hi] - means[lo]
-            z = diff / math.hypot(errors[hi], errors[lo]) if math.hypot(errors[hi], errors[lo]) > 0 else math.inf
+            combined = math.hypot(errors[hi], errors[lo])
+            z = diff / combined if combined > 0 else math.inf
             verdict = "separated" if z > 1.959964 else "ordered, not significant" if diff > 0 else "reversed"
             pairs.append({"higher": hi, "lower": lo, "difference": diff, "z": z, "verdict": verdict})
         ok = all(p["verdict"] == "separated" for p in pairs) if pairs else None
