@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import itertools
 import random
+from typing import ClassVar
 
 import pytest
 
@@ -14,7 +15,14 @@ from integrity_gym.core.types import Grade
 from integrity_gym.envs.information_integrity import rules
 from integrity_gym.envs.information_integrity.data import find_gold, load_gold
 from integrity_gym.envs.information_integrity.generator import generate
-from integrity_gym.envs.information_integrity.grader import MIN_REASONING
+from integrity_gym.envs.information_integrity.grader import (
+    MIN_REASONING,
+    EpisodeRecord,
+    Grader,
+    GraderFactory,
+    HardGrader,
+    summarize,
+)
 from integrity_gym.envs.information_integrity.models import DECISIONS, DIFFICULTIES, Decision, Scenario
 from integrity_gym.envs.information_integrity.tasks import TASKS
 
@@ -140,3 +148,83 @@ def test_no_constant_decision_reaches_three_quarters_of_the_threshold(tier: str,
         assert mean <= 0.75 * THRESHOLDS[tier], f"always {decision} on {source} {tier}: {mean:.3f}"
         # The best it can do is the share of labels it happens to match, with a perfect grade on those.
         assert mean == pytest.approx(sum(s.label == decision for s in scenarios) / len(scenarios))
+
+
+def record(scenario: Scenario, **changes: object) -> EpisodeRecord:
+    """Every gold item read, the right decision explained, in the fewest steps."""
+    gold = rules.gold_evidence(scenario)
+    fields: dict[str, object] = {
+        "scenario": scenario,
+        "verified": gold.claims,
+        "checked": gold.sources,
+        "decision": scenario.label,
+        "reasoning": ". ".join(gold.statements),
+        "steps": len(gold.claims) + len(gold.sources) + 1,
+        "premature": False,
+        "threshold": 0.72,
+    }
+    return EpisodeRecord.model_validate({**fields, **changes})
+
+
+def test_the_dimensions_of_a_perfect_slow_undecided_and_premature_episode() -> None:
+    scenario = find_gold("hard_003")
+    grader = HardGrader()
+    assert grader.dimensions(record(scenario)) == {
+        "decision_correct": 1.0, "evidence_breadth": 1.0, "reasoning_depth": 1.0, "efficiency": 1.0,
+    }  # fmt: skip
+    slow = record(scenario, steps=2 * record(scenario).steps)
+    assert grader.dimensions(slow)["efficiency"] == 0.5
+    # Reasoning on the record counts only with a decision; efficiency only for a timely one.
+    undecided = grader.dimensions(record(scenario, decision=None))
+    assert undecided == {"decision_correct": 0.0, "evidence_breadth": 1.0, "reasoning_depth": 0.0, "efficiency": 0.0}
+    premature = grader.grade(record(scenario, premature=True))
+    assert premature.breakdown["efficiency"] == 0.0 and premature.breakdown["premature"] == 1.0
+    assert grader.grade(record(scenario)).breakdown["premature"] == 0.0
+
+
+def test_a_registered_grader_must_have_the_four_weights_summing_to_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(GraderFactory, "_graders", dict(GraderFactory._graders))
+
+    class Lopsided(Grader):
+        weights: ClassVar[dict[str, float]] = {
+            "decision_correct": 0.7,
+            "evidence_breadth": 0.1,
+            "reasoning_depth": 0.1,
+            "efficiency": 0.1,
+        }
+
+    class TooHeavy(Grader):
+        weights: ClassVar[dict[str, float]] = {
+            "decision_correct": 0.7,
+            "evidence_breadth": 0.4,
+            "reasoning_depth": 0.3,
+            "efficiency": 0.1,
+        }
+
+    GraderFactory.register("lopsided", Lopsided)
+    assert isinstance(GraderFactory.create("lopsided"), Lopsided)
+    with pytest.raises(ValueError, match="weights must cover"):
+        GraderFactory.register("too_heavy", TooHeavy)
+
+
+def test_summarize_averages_each_figure_over_the_episodes() -> None:
+    def grade(correct: float, premature: float, success: bool, breadth: float) -> Grade:
+        breakdown = {"decision_correct": correct, "premature": premature, "evidence_breadth": breadth,
+                     "reasoning_depth": breadth / 2, "efficiency": 1.0 - breadth}  # fmt: skip
+        return Grade(score=0.5, success=success, threshold=0.7, breakdown=breakdown)
+
+    grades = [grade(1.0, 0.0, True, 1.0), grade(0.0, 1.0, False, 0.5), grade(1.0, 1.0, False, 0.0),
+              grade(1.0, 0.0, True, 0.5)]  # fmt: skip
+    assert summarize(grades) == {
+        "decision_accuracy": 0.75,
+        "premature_rate": 0.5,
+        "success_rate": 0.5,
+        "mean_evidence_breadth": 0.5,
+        "mean_reasoning_depth": 0.25,
+        "mean_efficiency": 0.5,
+    }
+    assert summarize([]) == {"decision_accuracy": None, "premature_rate": None}
+    # A breakdown missing a figure counts it as 0.
+    bare = Grade(score=0.0, success=False, threshold=0.7, breakdown={})
+    assert summarize([bare, *grades[:1]])["mean_evidence_breadth"] == 0.5
+    assert summarize([bare, *grades[:1]])["premature_rate"] == 0.0

@@ -10,7 +10,13 @@ import integrity_gym
 from integrity_gym.envs.information_integrity import rules
 from integrity_gym.envs.information_integrity.data import find_gold
 from integrity_gym.envs.information_integrity.models import DECISIONS, Scenario
-from integrity_gym.envs.information_integrity.reasoning import grade_reasoning, parse_statements
+from integrity_gym.envs.information_integrity.reasoning import (
+    ReasoningScore,
+    Statement,
+    _alternation,
+    grade_reasoning,
+    parse_statements,
+)
 
 from .conftest import REASONINGS, generated_scenarios, gold_scenarios
 
@@ -147,3 +153,42 @@ def test_an_agent_that_dumps_ids_in_its_decision_scores_zero_reasoning_in_the_en
     grade = env.grade()
     assert grade.breakdown["reasoning_depth"] == 0.0 and grade.breakdown["decision_correct"] == 1.0
     assert not grade.success
+
+
+def test_multi_word_synonyms_match_any_separator_and_the_longest_wins() -> None:
+    assert _alternation(["true", "partly true", "false"]) == r"partly[\s_-]+true|false|true"
+    for text in ("claim_1 is partly true", "claim_1 is partly_true", "claim_1 is partly -  true"):
+        assert parse_statements(text, ["claim_1"], []) == [Statement("status", "claim_1", "misleading")], text
+
+
+def test_each_kind_of_statement_parses_to_its_canonical_form() -> None:
+    text = "src_1 contradicts claim_2. Harm level is HIGH. src_3 is satire. claim_2 is false."
+    assert parse_statements(text, ["claim_2"], ["src_1", "src_3"]) == [
+        Statement("stance", "src_1|claim_2", "refutes"),
+        Statement("harm", "harm", "high"),
+        Statement("discount", "src_3", "satire"),
+        Statement("status", "claim_2", "false"),
+    ]
+
+
+def test_a_true_satire_flag_is_a_correct_statement() -> None:
+    assert SCENARIO.source("src_3").satire
+    graded = grade_reasoning(f"{GOOD} src_3 is satire.", SCENARIO, ALL_IDS)
+    assert graded.void == "" and graded.precision == 1.0
+    assert "src_3 is satire" in {s.text for s in graded.correct}
+
+
+def test_every_way_to_score_zero_says_which_it_is() -> None:
+    """The full outcome, not only the score, for each early exit of the grader."""
+    assert grade_reasoning("", SCENARIO, ALL_IDS) == ReasoningScore(0.0, 0.0, 0.0, (), (), False)
+    # The cap is never below the gold explanation's length (4 here).
+    over = grade_reasoning(f"{GOOD} src_6 is outdated.", SCENARIO, ALL_IDS, statement_cap=2)
+    assert over == ReasoningScore(0.0, 0.0, 0.0, over.statements, (), True) and len(over.statements) == 5
+    unread = grade_reasoning("src_1 refutes claim_2. src_5 refutes claim_9. src_6 supports claim_1", SCENARIO, [])
+    assert unread.correct == () and unread.over_cap is False
+    assert unread.void == "'src_1 refutes claim_2' cites src_1, claim_2, never checked or verified"
+    no_source = grade_reasoning("claim_2 is false. harm is medium.", SCENARIO, ALL_IDS)
+    assert len(no_source.statements) == 2 and no_source.over_cap is False
+    assert [s.text for s in no_source.correct] == ["claim_2 is false", "harm is medium"]
+    full = grade_reasoning(GOOD, SCENARIO, ALL_IDS)
+    assert full.over_cap is False and full.void == "" and len(full.statements) == 4

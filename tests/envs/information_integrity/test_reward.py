@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -177,3 +178,20 @@ def test_exploration_rewards_do_not_depend_on_hidden_facts() -> None:
             for act in actions:
                 a, b = env.step(act), twin.step(act)
                 assert a.reward == b.reward and a.info["reward_breakdown"] == b.info["reward_breakdown"]
+
+
+def test_each_exploration_kind_pays_its_own_component() -> None:
+    config = rw.load_reward_config("default").model_copy(update={"verify_claim": 0.15, "check_source": 0.05})
+    assert rw.step_breakdown(config, kind="verify_claim", step_number=1, efficient=9) == {"verify_claim": 0.15}
+    assert rw.step_breakdown(config, kind="check_source", step_number=1, efficient=9) == {"check_source": 0.05}
+    # The multi-source bonus follows a check only, even when the count of sources is right.
+    verify = rw.step_breakdown(config, kind="verify_claim", sources_checked_after=3, step_number=4, efficient=9)
+    assert verify == {"verify_claim": 0.15}
+
+
+def test_bad_decide_steps_and_preset_paths_are_named() -> None:
+    config = rw.load_reward_config("default")
+    with pytest.raises(ValueError, match="a decide step needs decision and label"):
+        rw.step_breakdown(config, kind="decide", step_number=1, efficient=9, decision="allow")
+    with pytest.raises(ValueError, match=re.escape("'no/such/file.yaml' is neither a preset")):
+        rw.load_reward_config("no/such/file.yaml")

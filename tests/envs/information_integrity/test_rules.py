@@ -179,3 +179,32 @@ def test_a_label_resting_on_fewer_than_two_sources_is_refused() -> None:
     s = scenario("false", [source(1, "refutes", 0.9), source(2, "supports", 0.2)])
     with pytest.raises(ValueError, match="sources"):
         rules.check_scenario(s)
+
+
+#: Per status, which sources explain it (the label's claim, built by hand): for a false or true
+#: claim the sources on its side only, for a contested one the trusted ones on both sides, for a
+#: misleading one the credible ones, for an unsupported one every source taking a side; the
+#: harm level belongs to the explanation of a false or unsupported claim.
+DECISIVE = [
+    ("true", [source(1, "supports", 0.8), source(2, "supports", 0.6), source(3, "refutes", 0.7)], "medium",
+     ("claim_1 is true", "src_1 supports claim_1", "src_2 supports claim_1")),
+    ("false", [source(1, "supports", 0.8), source(2, "refutes", 0.6), source(3, "refutes", 0.7)], "medium",
+     ("claim_1 is false", "src_2 refutes claim_1", "src_3 refutes claim_1", "harm is medium")),
+    ("unknown", [source(1, "supports", 0.8), source(2, "refutes", 0.9), source(3, "refutes", 0.9),
+                 source(4, "supports", 0.55)], "medium",
+     ("claim_1 is contested", "src_1 supports claim_1", "src_2 refutes claim_1", "src_3 refutes claim_1")),
+    ("partially_true", [source(1, "supports", 0.8), source(2, "refutes", 0.5), source(3, "refutes", 0.3)], "medium",
+     ("claim_1 is misleading", "src_1 supports claim_1", "src_2 refutes claim_1")),
+    ("unknown", [source(1, "supports", 0.5), source(2, "refutes", 0.5)], "high",
+     ("claim_1 is unsupported", "src_1 supports claim_1", "src_2 refutes claim_1", "harm is high")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("verdict", "sources", "harm", "statements"), DECISIVE)
+def test_the_decisive_sources_of_each_status(
+    verdict: str, sources: list[SourceFact], harm: str, statements: tuple[str, ...]
+) -> None:
+    gold = rules.gold_evidence(scenario(verdict, sources, harm))
+    assert gold.statements == statements
+    assert gold.claims == ("claim_1",)
+    assert gold.sources == tuple(s.split()[0] for s in statements if s.startswith("src_"))
