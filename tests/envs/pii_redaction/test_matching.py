@@ -126,3 +126,35 @@ def test_matching_compares_only_nearby_spans_not_all_pairs(monkeypatch: pytest.M
 def test_weights_must_fit_the_gold() -> None:
     with pytest.raises(ValueError, match="got 2 and 1 weights for 1 gold spans"):
         IncrementalMatcher([(0, 5, "NAME")], 0.6, GoldWeights(recall=(0.5, 0.5), hit=(1.0,)))
+
+
+#: A component where every prediction overlaps both gold spans above 0.6, so the batch matcher
+#: must solve an assignment: each prediction covers exactly the gold span of the other label.
+CROSSED_GOLD: list[Span] = [(0, 10, "NAME"), (1, 11, "EMAIL")]
+CROSSED_PRED: list[Span] = [(1, 11, "NAME"), (0, 10, "EMAIL")]
+
+
+def test_a_right_label_beats_a_higher_iou_in_an_assignment() -> None:
+    # Right labels: IoU 9/11 twice; crossed: IoU 1.0 twice but wrong labels.
+    assert match(CROSSED_PRED, CROSSED_GOLD, 0.6) == {0: 0, 1: 1}
+
+
+def test_ties_break_the_same_way_in_stars_and_in_assignments() -> None:
+    """Two predictions with the same IoU (2/3) against one gold span: the earlier one wins, always."""
+    gold: list[Span] = [(2, 14, "NAME")]
+    pred: list[Span] = [(4, 12, "NAME"), (0, 18, "NAME")]  # nested: the later start ends earlier
+    assert iou(4, 12, 2, 14) == iou(0, 18, 2, 14)
+    assert match(pred, gold, 0.6) == {0: 1}
+    # The same pair beside a component that needs an assignment (shifted out of the way).
+    shifted_gold = [(s + 100, e + 100, label) for s, e, label in CROSSED_GOLD]
+    shifted_pred = [(s + 100, e + 100, label) for s, e, label in CROSSED_PRED]
+    assert match(pred + shifted_pred, gold + shifted_gold, 0.6) == {0: 1, 1: 2, 2: 3}
+
+
+def test_the_incremental_matcher_takes_gold_spans_in_any_order() -> None:
+    gold: list[Span] = [(50, 60, "EMAIL"), (0, 10, "NAME"), (20, 30, "PHONE")]
+    inc = IncrementalMatcher(gold, 0.6)
+    assert inc.add((0, 10, "NAME")) == [(1, 1.0)]
+    assert inc.add((51, 60, "EMAIL")) == [(0, 0.9)]
+    assert inc.add((20, 29, "PHONE")) == [(2, 0.9)]
+    assert inc.best_iou(0, 10) == 1.0 and inc.best_iou(35, 45) == 0.0

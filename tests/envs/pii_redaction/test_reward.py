@@ -187,3 +187,17 @@ def test_shaping_telescopes_to_the_grade_when_redactions_cover_half_an_entity() 
 def test_potential_formula() -> None:
     assert rw.potential(1.0, 1.0, 1.0) == 1.0
     assert rw.potential(0.0, 0.0, 1.0) == 0.25  # Φ of a document nothing has been redacted in
+
+
+def test_the_reference_bonus_needs_iou_strictly_above_its_threshold() -> None:
+    reference = rw.PRESETS["reference"]
+    assert reference.match_iou == 0.4
+    at = rw.redact_reward(reference, new_matches=[], best_iou=0.4)
+    assert at == {"fp_penalty": pytest.approx(-reference.fp_penalty * 0.6)}
+    assert rw.redact_reward(reference, new_matches=[], best_iou=0.41) == {"tp_bonus": pytest.approx(0.5 * 0.41)}
+
+
+def test_the_miss_penalty_is_per_missed_entity() -> None:
+    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v1", window_size=len(TEXT), reward_preset="default")
+    env.reset(seed=0, options={"document": doc()})
+    assert parts(env.step("NEXT_CHUNK")) == {"miss_penalty": pytest.approx(-0.3 * 2)}  # the email and the phone

@@ -11,7 +11,9 @@ import pytest
 import integrity_gym
 from integrity_gym.agents.oracle import OracleAgent
 from integrity_gym.envs.pii_redaction.env import PiiRedactionEnv
-from integrity_gym.envs.pii_redaction.models import Document, Entity, Label
+from integrity_gym.envs.pii_redaction.grader import grade_redactions
+from integrity_gym.envs.pii_redaction.models import Document, Entity, Label, Redaction
+from integrity_gym.envs.pii_redaction.reward import PRESETS
 
 FILLER = "The parties agree to the terms set out below. "
 
@@ -250,3 +252,28 @@ def test_a_value_is_its_letters_and_digits_whatever_the_case() -> None:
     # "Amy" and "amy" are one NAME value: redacting one of them recalls half of it.
     grade = play(doc, [f"REDACT {doc.entities[0].start} {doc.entities[0].end} NAME"]).grade()
     assert grade.breakdown["recall"] == pytest.approx(0.5 * 0.5)
+
+
+def test_a_document_without_pii_reports_perfect_figures_and_nothing_leaked() -> None:
+    breakdown = play(build([FILLER * 30]), ["FINISH"]).grade().breakdown
+    assert breakdown["precision"] == breakdown["recall"] == breakdown["label_accuracy"] == 1.0
+    assert breakdown["mention_recall"] == 1.0
+    assert breakdown["leaked_pii_chars"] == breakdown["leaked_pii_fraction"] == 0.0
+
+
+def test_leakage_counts_the_gold_characters_left_visible() -> None:
+    start, _ = span(DOC_IOU, 0)
+    breakdown = play(DOC_IOU, [f"REDACT {start} {start + 70} ADDRESS"]).grade().breakdown
+    assert breakdown["leaked_pii_chars"] == 30.0
+    assert breakdown["leaked_pii_fraction"] == pytest.approx(0.3)
+    assert breakdown["mention_recall"] == 1.0  # IoU 0.7 matches
+
+
+def test_a_grade_exactly_at_the_threshold_is_a_success() -> None:
+    start, _ = span(DOC_IOU, 0)
+    redactions = [Redaction(start=start, end=start + 80, label="ADDRESS"), Redaction(start=0, end=10, label="NAME")]
+    config = PRESETS["default"]
+    score = grade_redactions(DOC_IOU, redactions, config, success_threshold=0.9).score
+    assert 0.5 < score < 1.0
+    assert grade_redactions(DOC_IOU, redactions, config, success_threshold=score).success
+    assert not grade_redactions(DOC_IOU, redactions, config, success_threshold=score + 1e-9).success
