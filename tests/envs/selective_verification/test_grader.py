@@ -9,8 +9,8 @@ import integrity_gym
 from integrity_gym.agents import make_agent
 from integrity_gym.core.types import Grade
 from integrity_gym.envs.selective_verification.env import SelectiveVerificationEnv
-from integrity_gym.envs.selective_verification.grader import INTERVAL_KEYS, skill
-from integrity_gym.envs.selective_verification.models import VerificationAction
+from integrity_gym.envs.selective_verification.grader import INTERVAL_KEYS, blind_policy, grade_answer, skill, summarize
+from integrity_gym.envs.selective_verification.models import AnswerRecord, Item, VerificationAction
 
 TEXT = "selective_verification/text-v1"
 
@@ -190,3 +190,68 @@ def test_bootstrap_resamples_come_from_the_raw_bit_stream() -> None:
     values = np.sort(np.random.default_rng(0).normal(size=37))
     for q in (0.0, 0.025, 0.5, 0.975, 1.0):
         assert _percentile(values, q) == pytest.approx(float(np.percentile(values, 100 * q)), abs=1e-12)
+
+
+def test_the_blind_policy_answers_its_prior_and_abstains_below_q_star() -> None:
+    assert blind_policy(0.8, 0.7) == ("SUPPORTED", 0.8)
+    assert blind_policy(0.5, 0.5) == ("SUPPORTED", 0.5)
+    assert blind_policy(0.25, 0.7) == ("REFUTED", 0.75)
+    assert blind_policy(0.6, 0.7) == ("ABSTAIN", 0.0)
+
+
+ITEM = Item(item_id="t1", source="text", split="text", modality="text", category="c", claim="c", label=True,
+            passage="p", true_probability=0.9)  # fmt: skip
+
+
+def answer(verdict: str | None, confidence: float | None, reward: float, **flags: bool) -> AnswerRecord:
+    return AnswerRecord(
+        raw=None, verdict=verdict, confidence=confidence, malformed=flags.get("malformed", False),  # type: ignore[arg-type]
+        needed_repair=flags.get("needed_repair", False), error=None, reward=reward, reward_breakdown={},
+    )  # fmt: skip
+
+
+def graded(record: AnswerRecord | None, blind_p: float = 0.8) -> dict[str, float]:
+    grade = grade_answer(ITEM, record, rule="brier", abstain_reward=0.8, epsilon=1e-4, q_star=0.7, blind_p=blind_p,
+                         threshold=0.85)  # fmt: skip
+    assert grade.success is False
+    return grade.breakdown
+
+
+def test_the_breakdown_of_each_kind_of_answer() -> None:
+    """Against an independent reading of the Brier rule: 1 - (p - y)^2, abstaining pays a = 0.8."""
+    right = graded(answer("SUPPORTED", 0.7, 0.91))
+    assert (right["reward"], right["answered"], right["abstained"], right["correct"]) == (0.91, 1.0, 0.0, 1.0)
+    assert right["brier"] == pytest.approx(0.09) and right["probability_error"] == pytest.approx(0.2)
+    assert right["expected_reward"] == pytest.approx(0.9 * (1 - 0.09) + 0.1 * (1 - 0.49))
+    assert right["optimal_expected_reward"] == pytest.approx(0.9 * (1 - 0.01) + 0.1 * (1 - 0.81))
+    assert right["blind_reward"] == pytest.approx(1 - 0.2**2) and right["blind_correct"] == 1.0
+    wrong = graded(answer("REFUTED", 0.6, 0.64))
+    assert (wrong["answered"], wrong["correct"], wrong["brier"]) == (1.0, 0.0, pytest.approx(0.36))
+    assert wrong["probability_error"] == pytest.approx(0.5)  # a REFUTED verdict is right w.p. 0.1
+    abstained = graded(answer("ABSTAIN", None, 0.8))
+    assert (abstained["answered"], abstained["abstained"], abstained["brier"]) == (0.0, 1.0, 0.0)
+    assert abstained["expected_reward"] == 0.8 and "probability_error" not in abstained
+    silent = graded(None)
+    assert (silent["reward"], silent["answered"], silent["abstained"], silent["expected_reward"]) == (0, 0, 0, 0)
+    broken = graded(answer(None, None, 0.0, malformed=True, needed_repair=True))
+    assert (broken["malformed"], broken["needed_repair"], broken["expected_reward"]) == (1.0, 1.0, 0.0)
+    # The blind policy: wrong when its prior points the other way, abstaining below q*, and a
+    # prior of exactly one half reads as SUPPORTED.
+    assert graded(None, blind_p=0.2)["blind_reward"] == pytest.approx(1 - 0.8**2)
+    assert graded(None, blind_p=0.2)["blind_correct"] == 0.0
+    assert graded(None, blind_p=0.6)["blind_reward"] == 0.8
+    assert graded(None, blind_p=0.5)["blind_correct"] == 1.0
+
+
+def test_the_summary_reports_repairs_and_the_expected_rewards() -> None:
+    rows = [graded(answer("SUPPORTED", 0.7, 0.91)), graded(answer(None, None, 0.0, malformed=True)),
+            graded(answer("REFUTED", 0.6, 0.64, needed_repair=True)), graded(answer("ABSTAIN", None, 0.8))]  # fmt: skip
+    summary = summarize([Grade(score=r["reward"], success=False, threshold=0.85, breakdown=r) for r in rows])
+    assert summary["malformed_rate"] == 0.25 and summary["needed_repair_rate"] == 0.25
+    assert summary["abstain_rate"] == 0.25
+    assert summary["mean_expected_reward"] == pytest.approx(np.mean([r["expected_reward"] for r in rows]))
+    assert summary["mean_optimal_expected_reward"] == pytest.approx(rows[0]["optimal_expected_reward"])
+    assert summary["regret"] == pytest.approx(
+        np.mean([r["optimal_expected_reward"] - r["expected_reward"] for r in rows])
+    )
+    assert summary["probability_mae"] == pytest.approx((0.2 + 0.5) / 2)

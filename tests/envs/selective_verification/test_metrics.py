@@ -6,6 +6,8 @@ import pytest
 
 from integrity_gym.envs.selective_verification.metrics import Selective, aurc, brier, e_aurc, ece, smooth_ece
 
+PINNED_SMOOTH_ECE = 0.2749848626030628
+
 
 def reference_ece(conf: np.ndarray, correct: np.ndarray, bins: int = 15) -> float:
     """Independent ECE: every item becomes `bins` unit slices carrying its tie group's accuracy."""
@@ -88,3 +90,30 @@ def test_matches_scikit_learn_brier_when_available() -> None:
     conf = rng.uniform(0.5, 1, 100)
     correct = (rng.random(100) < conf).astype(int)
     assert brier(conf, correct) == pytest.approx(metrics.brier_score_loss(correct, conf))
+
+
+def test_more_bad_inputs_are_refused_with_their_reason() -> None:
+    for conf in ([0.5, float("nan")], [1.5], [-0.25, 0.5]):
+        with pytest.raises(ValueError, match=r"confidences must be finite and in \[0, 1\]"):
+            ece(conf, [1] * len(conf))
+    with pytest.raises(ValueError, match="answered, correct, confidence and reward must have the same length"):
+        Selective.build([1, 1], [1], [0.9, 0.9], [1, 1])
+    with pytest.raises(ValueError, match="no episodes to summarise"):
+        Selective.build([1], [1], [0.9], [1]).metrics(np.zeros(1))
+
+
+def test_weighted_metrics_of_a_small_sample() -> None:
+    sel = Selective.build([1, 1, 0, 1], [1, 0, 0, 1], [0.9, 0.6, 0.0, 0.7], [0.99, 0.64, 0.8, 0.91])
+    metrics = sel.metrics()
+    assert metrics["brier"] == pytest.approx((0.01 + 0.36 + 0.09) / 3)
+    assert metrics["mean_confidence"] == pytest.approx((0.9 + 0.6 + 0.7) / 3)
+    # Weights are counts: the second episode drawn twice.
+    twice = sel.metrics(np.array([1.0, 2.0, 1.0, 1.0]))
+    assert twice["brier"] == pytest.approx((0.01 + 2 * 0.36 + 0.09) / 4)
+    assert Selective.build([0], [0], [0], [0.8]).metrics()["mean_confidence"] is None
+
+
+def test_smooth_ece_of_one_item_and_a_pinned_value() -> None:
+    assert smooth_ece([0.7], [1]) == pytest.approx(smooth_ece([0.7, 0.7], [1, 1]))
+    # Regression pin (cell-centred grid of 512 points, reflected Gaussian kernel, fixed-point bandwidth).
+    assert smooth_ece([0.55, 0.7, 0.9, 0.95], [0, 1, 1, 0]) == pytest.approx(PINNED_SMOOTH_ECE, abs=1e-12)

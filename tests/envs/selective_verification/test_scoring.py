@@ -72,3 +72,38 @@ def test_config_picks_the_per_rule_default() -> None:
     log = VerificationConfig(scoring_rule="log")
     assert log.payoff == pytest.approx(default_abstain_reward("log"))
     assert log.threshold == pytest.approx(VerificationConfig().threshold)
+
+
+def test_rule_arguments_are_checked_at_their_bounds() -> None:
+    with pytest.raises(ValueError, match=r"epsilon must be in \(0, 0.5\), got 0.5"):
+        score("log", 0.9, True, epsilon=0.5)
+    assert score("log", 0.9, True, epsilon=0.49) > 0
+    with pytest.raises(ValueError, match=r"confidence must be in \[0, 1\], got 1.5"):
+        score("brier", 1.5, True)
+    with pytest.raises(ValueError, match=r"belief must be in \[0, 1\], got 1.5"):
+        expected_score("brier", 1.5, 0.9)
+
+
+def test_expected_and_honest_values_use_the_given_epsilon() -> None:
+    """Against the log rule written out: 1 - ln(max(p, eps)) / ln(eps)."""
+    eps = 0.01
+
+    def log_rule(p: float) -> float:
+        return 1.0 - math.log(max(p, eps)) / math.log(eps)
+
+    assert expected_score("log", 0.8, 0.7, eps) == pytest.approx(0.8 * log_rule(0.7) + 0.2 * log_rule(0.3))
+    assert expected_score("log", 0.9, 1.0, eps) == pytest.approx(0.9 * log_rule(1.0) + 0.1 * log_rule(0.0))
+    assert honest_value("log", 0.25, eps) == pytest.approx(0.75 * log_rule(0.75) + 0.25 * log_rule(0.25))
+
+
+def test_the_environment_pays_the_log_score_with_its_configured_epsilon() -> None:
+    import integrity_gym
+
+    env = integrity_gym.make("selective_verification/text-v1", scoring_rule="log", epsilon=0.01)
+    env.reset(seed=3)
+    env.step({"verdict": "SUPPORTED", "confidence": 0.5})
+    wrong = "REFUTED" if env.grade().breakdown["claim_true"] == 1.0 else "SUPPORTED"
+    env.reset(seed=3)
+    # A sure wrong answer puts 0.001 on what happened, clipped to epsilon: 1 - ln(0.01)/ln(0.01) = 0
+    # (0.25 under the default epsilon 1e-4).
+    assert env.step({"verdict": wrong, "confidence": 0.999}).reward == pytest.approx(0.0)
