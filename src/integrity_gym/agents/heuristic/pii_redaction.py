@@ -1,13 +1,12 @@
 """Heuristic baseline for pii_redaction: regular expressions plus obfuscation-aware patterns.
 
-The agent sees only observations. It keeps the text of the windows it has already read, so a
-cue such as ``DOB:`` or ``my name is`` just left of the window still counts, and it remembers
-the names it has found so later mentions ("Ms. Alvarez", "Alvarez reports ...") are redacted
-too. It normalises Cyrillic look-alike letters (one code point each, so offsets hold), reads
-spelled-out and mixed digit/word numbers, ``at``/``dot`` and bracketed e-mails, and spoken or
-ordinal dates. It redacts each match lying wholly inside the window, leaves matches in the
-window's right half for the next window (where they have context on both sides), then moves on,
-and finishes when the window has reached the end of the document.
+The agent sees only observations. It normalises Cyrillic look-alike letters (one code point each,
+so offsets hold), reads spelled-out and mixed digit/word numbers, ``at``/``dot`` and bracketed
+e-mails, and spoken or ordinal dates, and it remembers the names it has found so later mentions
+("Ms. Alvarez", "Alvarez reports ...") are redacted too. When the step budget pays for the return
+trip it reads the whole document first, then walks back redacting, so a name learned late (a chat
+speaker, a patient named at the end) is redacted everywhere; otherwise it redacts in one pass
+(:class:`ScanningAgent`, which the ``presidio`` agent shares).
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from integrity_gym.envs.pii_redaction.models import Label, RedactionAction, RedactionObservation
+from integrity_gym.envs.pii_redaction.window import moves_to_end, prev_cursor
 
 Candidate = tuple[int, int, Label]
 
@@ -279,56 +279,134 @@ def detect(text: str, known_names: set[str] | None = None) -> list[Candidate]:
     return sorted(kept)
 
 
-class HeuristicAgent:
-    """Offline regex-and-cue baseline; stateful per episode (build a new one for each episode)."""
+def value_key(text: str) -> str:
+    """A redacted value as the grade groups mentions: case-folded letters and digits only."""
+    return re.sub(r"[^0-9a-z]", "", normalise(text).casefold())
+
+
+class ScanningAgent:
+    """Walks the window over a document and redacts the spans that :meth:`find` returns.
+
+    Subclasses supply ``find(text)``. The agent keeps the text of every window it has seen, as
+    first seen (before its own redactions masked it), so cues just left of the window still count.
+
+    *Single pass* (the default, and the fallback when the step budget is tight): redact each match
+    lying wholly inside the window, leave matches in the window's right half for the next window
+    (where they have context on both sides), move on, finish at the end. *Read ahead*
+    (``read_ahead = True``): cross the document once without redacting, run ``find`` on the whole
+    text, then walk back with PREV_CHUNK redacting every match on the way, so a name learned late
+    (a chat speaker, a patient named in the last paragraph) is redacted in the first lines too.
+    """
+
+    #: Read the whole document before redacting, when the step budget allows the return trip.
+    read_ahead = False
+    #: Characters per redaction the budget must leave room for after a return trip (1 per 150
+    #: characters is twice the density of the generated documents; a tighter budget, as at narrow
+    #: windows, keeps the single pass, which needs no return trip).
+    chars_per_redaction = 150
 
     def __init__(self, spec: Any = None, seed: int = 0) -> None:
         self.spec = spec
         self.seed = seed
-        self._seen: list[str] = []
-        self._known: set[str] = set()
+        self._reset(0)
+
+    def find(self, text: str) -> list[Candidate]:
+        """Non-overlapping ``(start, end, label)`` spans of PII in ``text`` (offsets into ``text``)."""
+        raise NotImplementedError
+
+    def _reset(self, length: int) -> None:
+        self._text = [" "] * length
+        self._seen = bytearray(length)
         self._tried: set[tuple[int, int]] = set()
+        self._mode = "single"
+        self._plan: list[Candidate] = []
 
     def _remember(self, obs: RedactionObservation) -> None:
-        if len(self._seen) < obs.document_length:
-            self._seen.extend(" " * (obs.document_length - len(self._seen)))
         pos = obs.cursor_position
-        self._seen[pos : pos + len(obs.visible_text)] = list(obs.visible_text)
+        for offset, char in enumerate(obs.visible_text):
+            if not self._seen[pos + offset]:
+                self._text[pos + offset], self._seen[pos + offset] = char, 1
 
     def candidates(self, obs: RedactionObservation) -> list[Candidate]:
-        """Matches this window should redact now (inside it, not yet redacted or tried)."""
+        """Matches this window should redact now in a single pass (inside it, not yet tried)."""
         lo = obs.cursor_position
         hi = lo + len(obs.visible_text)
         context_lo = max(0, lo - obs.window_size)
-        text = "".join(self._seen[context_lo:hi])
+        text = "".join(self._text[context_lo:hi])
         reaches_end = hi >= obs.document_length
         half = lo + max(1, obs.window_size // 2)
-        redacted = obs.redacted_spans
         out = []
-        for start, end, label in detect(text, self._known):
+        for start, end, label in self.find(text):
             s, e = start + context_lo, end + context_lo
             if s < lo or e > hi or (s, e) in self._tried:
                 continue
             if not reaches_end and s >= half:
                 continue  # seen again, with context on both sides, in the next window
-            if any(s < re_ and rs < e for rs, re_ in redacted):
+            if any(s < re_ and rs < e for rs, re_ in obs.redacted_spans):
                 continue
             out.append((s, e, label))
         return out
 
+    def _route(self, obs: RedactionObservation, spans: list[Candidate]) -> dict[Candidate, int]:
+        """PREV_CHUNK moves from here until each span lies wholly inside the window (unreachable: left out)."""
+        cursor, moves, where = obs.cursor_position, 0, {}
+        left = sorted(spans, key=lambda c: -c[0])
+        while left:
+            hi = min(obs.document_length, cursor + obs.window_size)
+            for span in [c for c in left if cursor <= c[0] and c[1] <= hi]:
+                where[span] = moves
+                left.remove(span)
+            if cursor == 0:
+                break
+            cursor, moves = prev_cursor(cursor, obs.window_size), moves + 1
+        return where
+
+    def _make_plan(self, obs: RedactionObservation) -> None:
+        """After the read: every match in the whole document, trimmed to the steps left."""
+        text = "".join(self._text)
+        where = self._route(obs, self.find(text))
+        plan = sorted(where)
+        mentions: dict[str, int] = {}
+        for start, end, _ in plan:
+            mentions[value_key(text[start:end])] = mentions.get(value_key(text[start:end]), 0) + 1
+        # One step stays for FINISH. When the rest cannot pay for the trip and every redaction,
+        # drop mentions of the most repeated value first: the grade splits a value's weight over
+        # its mentions, so such a mention is worth least.
+        while plan and max(where[c] for c in plan) + len(plan) > obs.steps_left - 1:
+            drop = max(plan, key=lambda c: (mentions[value_key(text[c[0] : c[1]])], where[c], -c[0]))
+            mentions[value_key(text[drop[0] : drop[1]])] -= 1
+            plan.remove(drop)
+        self._plan = plan
+
     def act(self, observation: RedactionObservation) -> RedactionAction:
-        """Redact the next match in view, else move on, else finish."""
+        """Redact the next planned or visible match, else move, else finish."""
         obs = observation
-        if obs.done:
+        if obs.done or obs.steps_left <= 1:
             return RedactionAction(action_type="FINISH")
-        if obs.step_count == 0 or len(self._seen) != obs.document_length:
-            # A new episode: forget what an earlier one showed.
-            self._seen, self._known, self._tried = [], set(), set()
+        if obs.step_count == 0 or len(self._text) != obs.document_length:
+            # A new episode: forget what an earlier one showed, and choose how to walk.
+            self._reset(obs.document_length)
+            decisions = obs.steps_left - moves_to_end(obs.document_length, obs.window_size)
+            spare = decisions - moves_to_end(obs.document_length, obs.window_size) - 1
+            if self.read_ahead and spare * self.chars_per_redaction >= obs.document_length:
+                self._mode = "read"
         self._remember(obs)
-        hi = obs.cursor_position + len(obs.visible_text)
-        moves_left = math.ceil(max(0, obs.document_length - hi) / max(1, obs.window_size // 2))
-        if obs.steps_left <= 1:
+        lo, hi = obs.cursor_position, obs.cursor_position + len(obs.visible_text)
+        if self._mode == "read":
+            if hi < obs.document_length:
+                return RedactionAction(action_type="NEXT_CHUNK")
+            self._mode = "return"
+            self._make_plan(obs)
+        if self._mode == "return":
+            here = [c for c in self._plan if lo <= c[0] and c[1] <= hi]
+            if here:
+                start, end, label = here[0]
+                self._plan.remove(here[0])
+                return RedactionAction(action_type="REDACT", start=start, end=end, label=label)
+            if self._plan and lo > 0:
+                return RedactionAction(action_type="PREV_CHUNK")
             return RedactionAction(action_type="FINISH")
+        moves_left = math.ceil(max(0, obs.document_length - hi) / max(1, obs.window_size // 2))
         found = self.candidates(obs)
         if found and obs.steps_left > moves_left + 1:
             start, end, label = found[0]
@@ -337,3 +415,17 @@ class HeuristicAgent:
         if hi >= obs.document_length:
             return RedactionAction(action_type="FINISH")
         return RedactionAction(action_type="NEXT_CHUNK")
+
+
+class HeuristicAgent(ScanningAgent):
+    """Offline regex-and-cue baseline that reads ahead; stateful per episode (reused agents reset)."""
+
+    read_ahead = True
+
+    def _reset(self, length: int) -> None:
+        super()._reset(length)
+        self._known: set[str] = set()
+
+    def find(self, text: str) -> list[Candidate]:
+        """:func:`detect`, remembering the names found for later mentions."""
+        return detect(text, self._known)
