@@ -28,7 +28,7 @@ class NoopAgent:
         return self._env_class.noop_action(observation)
 
 
-AGENTS = ("heuristic", "random", "oracle", "noop", "llm")
+AGENTS = ("heuristic", "random", "oracle", "noop", "llm", "presidio")
 
 
 def make_agent(name: str, env: Env[Any, Any, Any], *, seed: int = 0) -> Agent:
@@ -46,6 +46,12 @@ def make_agent(name: str, env: Env[Any, Any, Any], *, seed: int = 0) -> Agent:
         from integrity_gym.agents.llm import LLMAgent
 
         return LLMAgent(env, seed)
+    if name == "presidio":  # Microsoft Presidio, pii_redaction only (the presidio extra)
+        if env.spec.env != "pii_redaction":
+            raise ValueError(f"the presidio agent plays pii_redaction tasks only, not {env.spec.id!r}")
+        from integrity_gym.agents.presidio import PresidioAgent
+
+        return PresidioAgent(env.spec, seed=seed)
     if name == "heuristic":
         module = importlib.import_module(f"integrity_gym.agents.heuristic.{env.spec.env}")
         agent: Agent = module.HeuristicAgent(env.spec, seed=seed)
