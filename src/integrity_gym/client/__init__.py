@@ -9,6 +9,7 @@ from integrity_gym.client.protocol import (
     ServerCapacityError,
     SessionLostError,
 )
+from integrity_gym.client.retries import RetryPolicy
 
 __all__ = [
     "AdminTokenError",
@@ -17,6 +18,7 @@ __all__ = [
     "RemoteEnv",
     "RemoteError",
     "RemoteValidationError",
+    "RetryPolicy",
     "ServerCapacityError",
     "SessionLostError",
 ]

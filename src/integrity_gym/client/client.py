@@ -9,8 +9,10 @@ session) or stateful HTTP (``transport="http"``).
 Failures are explicit: ``ServerCapacityError`` when the server is full, ``SessionLostError`` when a
 connection drops mid-episode or the session expired (call ``reset`` again), ``TimeoutError`` after
 ``timeout`` seconds, ``ConnectionError`` when the server cannot be reached. Only what is safe is
-retried: ``reset`` reconnects (it starts a fresh episode anyway), and a request that never
-reached the server is sent again; a ``step`` that may have been applied is never repeated.
+retried (``retries=RetryPolicy(...)``, see ``integrity_gym.client.retries``): a request that never
+reached the server; ``reset``, ``state`` and ``grade`` also after transient failures and 429/503
+replies, waiting as long as the server's ``Retry-After`` asks. A ``step`` that may have been
+applied is never repeated.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from integrity_gym.client.protocol import (
     ws_error,
     ws_url,
 )
+from integrity_gym.client.retries import RetryPolicy, async_retrying, http_retry, retrying, ws_reset_retry
 from integrity_gym.core.env import NotResetError
 from integrity_gym.core.registry import TaskSpec, get_spec
 from integrity_gym.core.types import Grade, StepResult
@@ -46,21 +49,22 @@ Transport = Literal["ws", "http"]
 _FATAL_CODES = frozenset({"CAPACITY_REACHED", "SESSION_ERROR", "SESSION_STORE_UNAVAILABLE"})
 
 
-def _transport_failure(
-    exc: httpx.TransportError, client: Any, path: str, *, retry: bool, last: bool
-) -> Exception | None:
-    """``None`` to send the request again, else the error to raise for a failed HTTP request.
-
-    A refused connection never reached the server, so resending it is always safe; other
-    failures are retried only for requests that are safe to repeat (``retry``).
-    """
+def _transport_error(exc: httpx.TransportError, client: _Base, path: str) -> Exception:
+    """The error to raise for an HTTP request that failed (after any retries)."""
     if isinstance(exc, httpx.ConnectError):
-        return None if not last else ConnectionError(f"cannot reach {client.base_url}: {exc}")
-    if retry and not last:
-        return None
+        return ConnectionError(f"cannot reach {client.base_url}: {exc}")
+    if isinstance(exc, httpx.ConnectTimeout):
+        return TimeoutError(f"cannot connect to {client.base_url} within {client.connect_timeout}s")
     if isinstance(exc, httpx.TimeoutException):
         return TimeoutError(f"no reply from {client.base_url}{path} within {client.timeout}s")
     return ConnectionError(f"request to {client.base_url}{path} failed: {exc}")
+
+
+def _request(body: Any) -> dict[str, Any]:
+    """``httpx`` request arguments for a JSON body (or none)."""
+    if body is None:
+        return {}
+    return {"content": json.dumps(body), "headers": {"content-type": "application/json"}}
 
 
 class _Base:
@@ -76,6 +80,7 @@ class _Base:
         timeout: float = 60.0,
         connect_timeout: float = 10.0,
         max_message_bytes: int = 16 << 20,
+        retries: RetryPolicy | None = None,
         spec: TaskSpec | None = None,
     ) -> None:
         if transport not in ("ws", "http"):
@@ -93,6 +98,7 @@ class _Base:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.max_message_bytes = max_message_bytes
+        self.retries = retries or RetryPolicy()
         token = admin_token if admin_token is not None else os.environ.get("IGYM_ADMIN_TOKEN") or None
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.session_id: str | None = None
@@ -190,41 +196,46 @@ class RemoteEnv(_Base):
             with contextlib.suppress(Exception):
                 ws.close()
 
-    def _ws_call(self, message: dict[str, Any], *, reconnect: bool = False) -> dict[str, Any]:
+    def _ws_exchange(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Send one message and parse its reply, opening the connection first if there is none."""
         from websockets.exceptions import ConnectionClosed
 
         if self._ws is None:
-            if not reconnect:
-                raise SessionLostError("the connection was lost; call reset() to start again", "SESSION_ERROR")
             self._connect_ws()
-        for attempt in range(2):
-            try:
-                with contextlib.suppress(ConnectionClosed):
-                    # A refused session (at capacity, reaped) sends an error frame, then closes:
-                    # the send may fail but the frame is still queued, and recv() returns it.
-                    self._ws.send(json.dumps(message))
-                raw = self._ws.recv(timeout=self.timeout)
-                break
-            except TimeoutError as exc:
-                # A late reply would pair with the next request: this connection is unusable now.
-                self._drop_ws()
-                raise TimeoutError(
-                    f"no reply from {self.base_url} within {self.timeout}s; the session is lost"
-                ) from exc
-            except ConnectionClosed as exc:
-                self._drop_ws()
-                if reconnect and attempt == 0:  # only a reset may start over on a new connection
-                    self._connect_ws()
-                    continue
-                raise SessionLostError(
-                    f"the connection to {self.base_url} dropped mid-episode: {exc}", "SESSION_ERROR"
-                ) from exc
+        with contextlib.suppress(ConnectionClosed):
+            # A refused session (at capacity, reaped) sends an error frame, then closes:
+            # the send may fail but the frame is still queued, and recv() returns it.
+            self._ws.send(json.dumps(message))
+        try:
+            raw = self._ws.recv(timeout=self.timeout)
+        except TimeoutError as exc:
+            # A late reply would pair with the next request: this connection is unusable now.
+            self._drop_ws()
+            raise TimeoutError(f"no reply from {self.base_url} within {self.timeout}s; the session is lost") from exc
+        except ConnectionClosed:
+            self._drop_ws()
+            raise
         try:
             return self._ws_reply(raw)
         finally:
             if self._fatal:
                 self._fatal = False
                 self._drop_ws()
+
+    def _ws_call(self, message: dict[str, Any], *, reconnect: bool = False) -> dict[str, Any]:
+        from websockets.exceptions import ConnectionClosed
+
+        if self._ws is None and not reconnect:
+            raise SessionLostError("the connection was lost; call reset() to start again", "SESSION_ERROR")
+        try:
+            if reconnect:  # only a reset may start over on a new connection
+                reply: dict[str, Any] = retrying(self.retries, ws_reset_retry())(self._ws_exchange, message)
+                return reply
+            return self._ws_exchange(message)
+        except ConnectionClosed as exc:
+            raise SessionLostError(
+                f"the connection to {self.base_url} dropped mid-episode: {exc}", "SESSION_ERROR"
+            ) from exc
 
     def _client(self) -> httpx.Client:
         if self._http is None:
@@ -233,19 +244,12 @@ class RemoteEnv(_Base):
             )
         return self._http
 
-    def _http_call(self, method: str, path: str, body: Any = None, *, retry: bool = False) -> Any:
-        client = self._client()
-        content = None if body is None else json.dumps(body)
-        headers = {"content-type": "application/json"} if content is not None else None
-        attempts = 3 if retry else 2
-        for attempt in range(attempts):
-            try:
-                response = client.request(method, self.base_url + path, content=content, headers=headers)
-                break
-            except httpx.TransportError as exc:
-                error = _transport_failure(exc, self, path, retry=retry, last=attempt + 1 == attempts)
-                if error is not None:
-                    raise error from exc
+    def _http_call(self, method: str, path: str, body: Any = None, *, repeatable: bool = False) -> Any:
+        send = retrying(self.retries, http_retry(self.retries, repeatable=repeatable))
+        try:
+            response: httpx.Response = send(self._client().request, method, self.base_url + path, **_request(body))
+        except httpx.TransportError as exc:
+            raise _transport_error(exc, self, path) from exc
         if response.status_code >= 400:
             raise http_error(response.status_code, response.content)
         return response.json()
@@ -267,7 +271,7 @@ class RemoteEnv(_Base):
             return self._on_observation(data["observation"])
         if self.session_id is not None:
             self._forget_http_session()
-        data = self._http_call("POST", "/reset", body, retry=True)
+        data = self._http_call("POST", "/reset", body, repeatable=True)
         self.session_id = data["session_id"]
         return self._on_observation(data["observation"])
 
@@ -286,14 +290,14 @@ class RemoteEnv(_Base):
         self._require_started()
         if self.transport == "ws":
             return self._on_state(self._ws_call({"type": "state"}))
-        return self._on_state(self._http_call("GET", f"/state/{self.session_id}", retry=True))
+        return self._on_state(self._http_call("GET", f"/state/{self.session_id}", repeatable=True))
 
     def grade(self) -> Grade:
         """Grade the finished episode (``EpisodeNotDoneError`` before, unless holding the admin token)."""
         self._require_started()
         if self.transport == "ws":
             return parse_grade(self._ws_call({"type": "grade"}))
-        return parse_grade(self._http_call("GET", f"/grade/{self.session_id}", retry=True))
+        return parse_grade(self._http_call("GET", f"/grade/{self.session_id}", repeatable=True))
 
     def _forget_http_session(self) -> None:
         with contextlib.suppress(SessionLostError, ConnectionError, TimeoutError):
@@ -354,42 +358,49 @@ class AsyncRemoteEnv(_Base):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(ws.close(), timeout=1.0)
 
-    async def _ws_call(self, message: dict[str, Any], *, reconnect: bool = False) -> dict[str, Any]:
+    async def _ws_exchange(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Send one message and parse its reply, opening the connection first if there is none."""
         from websockets.exceptions import ConnectionClosed
 
-        async with self._lock:  # one request in flight per connection keeps replies paired
-            if self._ws is None:
-                if not reconnect:
-                    raise SessionLostError("the connection was lost; call reset() to start again", "SESSION_ERROR")
-                await self._connect_ws()
-            for attempt in range(2):
-                try:
-                    with contextlib.suppress(ConnectionClosed):
-                        # A refused session sends an error frame, then closes: recv() still gets it.
-                        await self._ws.send(json.dumps(message))
-                    raw = await asyncio.wait_for(self._ws.recv(), timeout=self.timeout)
-                    break
-                except (TimeoutError, asyncio.CancelledError) as exc:
-                    await self._drop_ws()
-                    if isinstance(exc, asyncio.CancelledError):
-                        raise
-                    raise TimeoutError(
-                        f"no reply from {self.base_url} within {self.timeout}s; the session is lost"
-                    ) from exc
-                except ConnectionClosed as exc:
-                    await self._drop_ws()
-                    if reconnect and attempt == 0:
-                        await self._connect_ws()
-                        continue
-                    raise SessionLostError(
-                        f"the connection to {self.base_url} dropped mid-episode: {exc}", "SESSION_ERROR"
-                    ) from exc
+        if self._ws is None:
+            await self._connect_ws()
+        with contextlib.suppress(ConnectionClosed):
+            # A refused session sends an error frame, then closes: recv() still gets it.
+            await self._ws.send(json.dumps(message))
+        try:
+            raw = await asyncio.wait_for(self._ws.recv(), timeout=self.timeout)
+        except (TimeoutError, asyncio.CancelledError) as exc:
+            await self._drop_ws()
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            raise TimeoutError(f"no reply from {self.base_url} within {self.timeout}s; the session is lost") from exc
+        except ConnectionClosed:
+            await self._drop_ws()
+            raise
         try:
             return self._ws_reply(raw)
         finally:
             if self._fatal:
                 self._fatal = False
                 await self._drop_ws()
+
+    async def _ws_call(self, message: dict[str, Any], *, reconnect: bool = False) -> dict[str, Any]:
+        from websockets.exceptions import ConnectionClosed
+
+        async with self._lock:  # one request in flight per connection keeps replies paired
+            if self._ws is None and not reconnect:
+                raise SessionLostError("the connection was lost; call reset() to start again", "SESSION_ERROR")
+            try:
+                if reconnect:  # only a reset may start over on a new connection
+                    reply: dict[str, Any] = await async_retrying(self.retries, ws_reset_retry())(
+                        self._ws_exchange, message
+                    )
+                    return reply
+                return await self._ws_exchange(message)
+            except ConnectionClosed as exc:
+                raise SessionLostError(
+                    f"the connection to {self.base_url} dropped mid-episode: {exc}", "SESSION_ERROR"
+                ) from exc
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
@@ -398,19 +409,14 @@ class AsyncRemoteEnv(_Base):
             )
         return self._http
 
-    async def _http_call(self, method: str, path: str, body: Any = None, *, retry: bool = False) -> Any:
-        client = self._client()
-        content = None if body is None else json.dumps(body)
-        headers = {"content-type": "application/json"} if content is not None else None
-        attempts = 3 if retry else 2
-        for attempt in range(attempts):
-            try:
-                response = await client.request(method, self.base_url + path, content=content, headers=headers)
-                break
-            except httpx.TransportError as exc:
-                error = _transport_failure(exc, self, path, retry=retry, last=attempt + 1 == attempts)
-                if error is not None:
-                    raise error from exc
+    async def _http_call(self, method: str, path: str, body: Any = None, *, repeatable: bool = False) -> Any:
+        send = async_retrying(self.retries, http_retry(self.retries, repeatable=repeatable))
+        try:
+            response: httpx.Response = await send(
+                self._client().request, method, self.base_url + path, **_request(body)
+            )
+        except httpx.TransportError as exc:
+            raise _transport_error(exc, self, path) from exc
         if response.status_code >= 400:
             raise http_error(response.status_code, response.content)
         return response.json()
@@ -431,7 +437,7 @@ class AsyncRemoteEnv(_Base):
             return self._on_observation(data["observation"])
         if self.session_id is not None:
             await self._forget_http_session()
-        data = await self._http_call("POST", "/reset", body, retry=True)
+        data = await self._http_call("POST", "/reset", body, repeatable=True)
         self.session_id = data["session_id"]
         return self._on_observation(data["observation"])
 
@@ -449,14 +455,14 @@ class AsyncRemoteEnv(_Base):
         self._require_started()
         if self.transport == "ws":
             return self._on_state(await self._ws_call({"type": "state"}))
-        return self._on_state(await self._http_call("GET", f"/state/{self.session_id}", retry=True))
+        return self._on_state(await self._http_call("GET", f"/state/{self.session_id}", repeatable=True))
 
     async def grade(self) -> Grade:
         """Grade the finished episode (``EpisodeNotDoneError`` before, unless holding the admin token)."""
         self._require_started()
         if self.transport == "ws":
             return parse_grade(await self._ws_call({"type": "grade"}))
-        return parse_grade(await self._http_call("GET", f"/grade/{self.session_id}", retry=True))
+        return parse_grade(await self._http_call("GET", f"/grade/{self.session_id}", repeatable=True))
 
     async def _forget_http_session(self) -> None:
         with contextlib.suppress(SessionLostError, ConnectionError, TimeoutError):
