@@ -116,7 +116,7 @@ def test_stepping_after_done_raises_and_changes_nothing(task_id: str) -> None:
     state, grade = env.state().model_dump_json(), env.grade()
     cls = env.spec.env_class()
     for action in (cls.noop_action(obs), cls.oracle_action(env.state()), "garbage"):
-        with pytest.raises(EpisodeFinishedError):
+        with pytest.raises(EpisodeFinishedError, match=r"has ended; call reset\(\)"):
             env.step(action)
     assert env.state().model_dump_json() == state
     assert env.grade() == grade

@@ -26,7 +26,7 @@ def test_remote_episode_equals_in_process(server: ServerProcess, task_id: str, t
         assert env.done
         assert env.grade().model_dump_json() == ref.grade
         assert env.state().model_dump_json() == ref.state
-        with pytest.raises(EpisodeFinishedError):
+        with pytest.raises(EpisodeFinishedError, match=r"has ended; call reset\(\)"):
             env.step(ref.actions[-1])
         # A finished episode is unchanged by the refused step, and a new reset starts over.
         assert env.state().model_dump_json() == ref.state
@@ -44,7 +44,7 @@ def test_async_client_equals_in_process(server: ServerProcess, task_id: str, tra
             for action in ref.actions:
                 seen.append((await env.step(action)).model_dump_json())
             seen.append((await env.grade()).model_dump_json())
-            with pytest.raises(AdminTokenError):
+            with pytest.raises(AdminTokenError, match="admin token"):
                 await env.state()  # no admin token: ground truth stays on the server
             return seen
 
@@ -71,7 +71,10 @@ def test_state_and_early_grade_need_the_admin_token(server: ServerProcess, trans
 @pytest.mark.parametrize("transport", ["ws", "http"])
 def test_step_before_reset_raises_like_in_process(server: ServerProcess, transport: str) -> None:
     task_id = TASK_IDS[-1]
-    with RemoteEnv(server.url, task_id, spec=SPECS[task_id], transport=transport) as env, pytest.raises(NotResetError):
+    with (
+        RemoteEnv(server.url, task_id, spec=SPECS[task_id], transport=transport) as env,
+        pytest.raises(NotResetError, match=r"call reset\(\) on"),
+    ):
         env.step({})
 
 

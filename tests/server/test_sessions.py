@@ -50,11 +50,14 @@ def test_capacity_is_enforced_with_a_clear_error_and_freed_by_close() -> None:
         assert reply["type"] == "error" and reply["data"]["code"] == "CAPACITY_REACHED"
         ws.close()
         assert ws.close_code == 1013 or ws.protocol.close_rcvd is not None
-        with RemoteEnv(srv.url, MINIMAL, spec=SPECS[MINIMAL]) as env, pytest.raises(ServerCapacityError):
+        with (
+            RemoteEnv(srv.url, MINIMAL, spec=SPECS[MINIMAL]) as env,
+            pytest.raises(ServerCapacityError, match="sessions"),
+        ):
             env.reset()
         with (
             RemoteEnv(srv.url, MINIMAL, spec=SPECS[MINIMAL], transport="http") as env,
-            pytest.raises(ServerCapacityError),
+            pytest.raises(ServerCapacityError, match="sessions"),
         ):
             env.reset()
         assert http.delete(f"/minimal/session/{ids[0]}").status_code == 200
@@ -129,7 +132,7 @@ def test_websocket_client_reports_a_reaped_session_and_reconnects_on_reset(short
     with RemoteEnv(srv.url, MINIMAL, spec=SPECS[MINIMAL]) as env:
         env.reset(seed=2)
         time.sleep(2.0)
-        with pytest.raises(SessionLostError):
+        with pytest.raises(SessionLostError, match="closed after 1s idle"):
             env.step({"kind": "ADD", "amount": 1})
         # reset is always safe to retry: it opens a new connection and a new episode.
         assert env.reset(seed=2).step_count == 0
@@ -137,7 +140,7 @@ def test_websocket_client_reports_a_reaped_session_and_reconnects_on_reset(short
     with RemoteEnv(srv.url, MINIMAL, spec=SPECS[MINIMAL], transport="http") as env:
         env.reset(seed=2)
         time.sleep(2.0)
-        with pytest.raises(SessionLostError):
+        with pytest.raises(SessionLostError, match="expired after its idle time-to-live"):
             env.step({"kind": "ADD", "amount": 1})
         assert env.reset(seed=2).step_count == 0
 
