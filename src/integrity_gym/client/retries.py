@@ -76,19 +76,20 @@ def retry_after(response: httpx.Response) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-def _wait(policy: RetryPolicy) -> Callable[[tenacity.RetryCallState], float]:
-    backoff = tenacity.wait_exponential(multiplier=policy.backoff, max=policy.max_wait)
+class _WaitRetryAfter(tenacity.wait.wait_base):
+    """The server's ``Retry-After`` when its reply names one, else the doubling back-off."""
 
-    def wait(state: tenacity.RetryCallState) -> float:
-        outcome = state.outcome
+    def __init__(self, policy: RetryPolicy) -> None:
+        self._backoff = tenacity.wait_exponential(multiplier=policy.backoff, max=policy.max_wait)
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        outcome = retry_state.outcome
         reply = outcome.result() if outcome is not None and not outcome.failed else None
         if isinstance(reply, httpx.Response):
             asked = retry_after(reply)
             if asked is not None:
                 return asked
-        return float(backoff(state))
-
-    return wait
+        return float(self._backoff(retry_state))
 
 
 def _last_outcome(state: tenacity.RetryCallState) -> Any:
@@ -143,7 +144,7 @@ def retrying(policy: RetryPolicy, retry: tenacity.retry_base) -> tenacity.Retryi
 
     return tenacity.Retrying(
         stop=tenacity.stop_after_attempt(policy.attempts),
-        wait=_wait(policy),
+        wait=_WaitRetryAfter(policy),
         retry=retry,
         sleep=nap,
         retry_error_callback=_last_outcome,
@@ -164,7 +165,7 @@ def async_retrying(policy: RetryPolicy, retry: tenacity.retry_base) -> tenacity.
 
     return tenacity.AsyncRetrying(
         stop=tenacity.stop_after_attempt(policy.attempts),
-        wait=_wait(policy),
+        wait=_WaitRetryAfter(policy),
         retry=retry,
         sleep=nap,
         retry_error_callback=_last_outcome,
