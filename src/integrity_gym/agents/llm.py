@@ -137,6 +137,26 @@ def _is_format_refusal(exc: Exception) -> bool:
     return any(w in text for w in ("response_format", "json_schema", "json schema", "grammar", "structured"))
 
 
+def read_action(adapter: PromptAdapter, text: str, observation: Any) -> tuple[Any, str, str | None]:
+    """Turn a model's reply into what the environment is stepped with: ``(action, parse, error)``.
+
+    ``parse`` is ``"ok"``, ``"repaired"`` (near-JSON that needed fixing) or ``"malformed"``. The
+    action is the adapter's reading of the reply (the raw text for adapters that let the
+    environment parse it, such as selective verification's). A reply that cannot be read comes
+    back as the raw text with the reason: the environment then rejects it with its own message
+    and penalty, so a malformed reply is a recorded, penalised step.
+    """
+    try:
+        data, repaired = parse_reply(text)
+        action = adapter.to_action(lower_keys(data), observation)
+    except (ReplyParseError, ActionReadError) as exc:
+        return text, "malformed", str(exc)
+    parse = "repaired" if repaired else "ok"
+    if getattr(adapter, "send_raw", False):
+        return text, parse, None
+    return action, parse, None
+
+
 class LLMAgent:
     """Plays any environment through an OpenAI-compatible chat endpoint.
 
@@ -175,7 +195,7 @@ class LLMAgent:
         started = time.perf_counter()
         text, usage, attempts = self._complete(system, user, observation)
         latency = time.perf_counter() - started
-        action, parse, error = self._read(text, observation)
+        action, parse, error = read_action(self.adapter, text, observation)
         self._parse_error = error
         self._record = {
             "raw": text[:_RAW_LIMIT],
@@ -203,19 +223,6 @@ class LLMAgent:
         """What the last ``act`` cost (tokens, latency, attempts) and how its reply was read."""
         record, self._record = self._record, None
         return record
-
-    # ------------------------------------------------------------------ reading replies
-    def _read(self, text: str, observation: Any) -> tuple[Any, str, str | None]:
-        """Return (action, 'ok'|'repaired'|'malformed', error)."""
-        try:
-            data, repaired = parse_reply(text)
-            action = self.adapter.to_action(lower_keys(data), observation)
-        except (ReplyParseError, ActionReadError) as exc:
-            # Hand the raw reply to the environment: it rejects it with its own message and penalty.
-            return text, "malformed", str(exc)
-        if getattr(self.adapter, "send_raw", False):
-            return text, "repaired" if repaired else "ok", None
-        return action, "repaired" if repaired else "ok", None
 
     # ------------------------------------------------------------------ calling the endpoint
     def _complete(self, system: str, user: Any, observation: Any) -> tuple[str, dict[str, int], int]:

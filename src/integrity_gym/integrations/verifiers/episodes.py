@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from integrity_gym.agents.prompts import ActionReadError, PromptAdapter, UserContent, get_adapter
+from integrity_gym.agents.llm import read_action
+from integrity_gym.agents.prompts import PromptAdapter, UserContent, get_adapter
 from integrity_gym.core.registry import get_spec, make
-from integrity_gym.core.replies import ReplyParseError, lower_keys, parse_reply
 from integrity_gym.core.types import Grade, StepResult
 
 #: Longest feedback (why the last reply was rejected) shown to the model on the next turn.
@@ -26,16 +26,10 @@ def read_reply(adapter: PromptAdapter, text: str, observation: Any) -> tuple[Any
     Returns ``(action, error)``: the adapter's action when the reply parses (the raw text for
     adapters that let the environment parse, such as selective verification's), else the raw
     text and why it could not be read; the environment then rejects it with its own message and
-    penalty, exactly as it would from the ``llm`` agent.
+    penalty. It is the ``llm`` agent's own reader (``read_action``) without the parse status.
     """
-    try:
-        data, _repaired = parse_reply(text)
-        action = adapter.to_action(lower_keys(data), observation)
-    except (ReplyParseError, ActionReadError) as exc:
-        return text, str(exc)
-    if getattr(adapter, "send_raw", False):
-        return text, None
-    return action, None
+    action, _parse, error = read_action(adapter, text, observation)
+    return action, error
 
 
 def text_of(content: UserContent) -> str:
