@@ -420,6 +420,9 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
         fast_routes.extend(fast)
     # The hot /<env>/step routes answer first; FastAPI's twins behind them only document them.
     app.router.routes[:0] = fast_routes
+    from integrity_gym.web.playground import mount_playground
+
+    mount_playground(app, services, root)  # the browser playground at /web (docs/web.md)
 
     app.add_middleware(SwallowHandledErrors)
     app.add_middleware(BodyLimitMiddleware, max_bytes=config.max_body_bytes)

@@ -1,0 +1,111 @@
+"""Browser fixtures: Debian's Chromium driven by Playwright, a live ``igym serve``, screenshots.
+
+Skipped without Chromium or Playwright (the ``browser`` extra); with IGYM_REQUIRE_SERVICES=1 (CI)
+their absence is a failure. Every page fails its test on a console error, an uncaught exception
+or horizontal overflow. Screenshots go to ``<pytest's base temp>/screenshots``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import require_service
+
+#: The two windows every page is checked in: a laptop and a phone.
+VIEWPORTS: dict[str, dict[str, Any]] = {
+    "desktop": {"viewport": {"width": 1280, "height": 800}},
+    "phone": {
+        "viewport": {"width": 390, "height": 844},
+        "is_mobile": True,
+        "has_touch": True,
+        "device_scale_factor": 2,
+    },
+}
+
+
+def chromium_path() -> str | None:
+    """The system Chromium (Debian's ``chromium`` package), if installed."""
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the session (Playwright's own browser download is never used)."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        require_service(False, "Playwright (pip install 'integrity-gym[browser]')")
+    executable = chromium_path()
+    require_service(executable is not None, "Chromium (apt-get install chromium)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Folder of this session's screenshots (the test artifacts)."""
+    folder = tmp_path_factory.getbasetemp() / "screenshots"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+class Watched:
+    """A page with its console errors, uncaught exceptions and requests recorded."""
+
+    def __init__(self, page: Any, viewport: str, screenshots: Path) -> None:
+        self.page = page
+        self.viewport = viewport
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.folder = screenshots
+        page.on(
+            "console",
+            lambda msg: self.errors.append(f"console.{msg.type}: {msg.text}") if msg.type == "error" else None,
+        )
+        page.on("pageerror", lambda exc: self.errors.append(f"uncaught: {exc}"))
+        page.on("request", lambda request: self.requests.append(f"{request.method} {request.url}"))
+
+    def shot(self, name: str, *, full_page: bool = False) -> Path:
+        """Save a screenshot ``<name>-<viewport>.png``; fail if the page overflows sideways."""
+        self.assert_no_overflow()
+        path = self.folder / f"{name}-{self.viewport}.png"
+        self.page.screenshot(path=str(path), full_page=full_page)
+        return path
+
+    def assert_no_overflow(self) -> None:
+        """Nothing wider than the window: no sideways scrolling of the whole page."""
+        widths = self.page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert widths[0] <= widths[1], f"the page is {widths[0]} px wide in a {widths[1]} px window"
+
+    def assert_clean(self) -> None:
+        """No console error and no uncaught exception happened on the page."""
+        assert self.errors == [], "\n".join(self.errors)
+
+
+@pytest.fixture
+def open_page(browser: Any, screenshots: Path) -> Iterator[Callable[[str], Watched]]:
+    """Open pages in fresh browser contexts of a viewport; each must end without console errors."""
+    opened: list[tuple[Any, Watched]] = []
+
+    def make(viewport: str = "desktop") -> Watched:
+        context = browser.new_context(**VIEWPORTS[viewport])
+        context.set_default_timeout(20_000)
+        watched = Watched(context.new_page(), viewport, screenshots)
+        opened.append((context, watched))
+        return watched
+
+    yield make
+    for context, watched in opened:
+        try:
+            watched.assert_clean()
+        finally:
+            context.close()
