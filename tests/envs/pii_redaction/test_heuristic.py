@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import math
+import re
 import statistics
 
 import pytest
@@ -11,11 +13,11 @@ import pytest
 import integrity_gym
 from integrity_gym.agents.base import make_agent
 from integrity_gym.agents.heuristic import pii_redaction as heuristic
-from integrity_gym.agents.heuristic.pii_redaction import HeuristicAgent, detect, normalise
+from integrity_gym.agents.heuristic.pii_redaction import HeuristicAgent, ScanningAgent, detect, normalise
 from integrity_gym.core.seeding import partition_of
 from integrity_gym.envs.pii_redaction.data import load_gold
 from integrity_gym.envs.pii_redaction.generator import generate_document
-from integrity_gym.envs.pii_redaction.models import Document, Kind
+from integrity_gym.envs.pii_redaction.models import Document, Entity, Kind, Label, RedactionAction
 
 TASKS = {
     "contract": "pii_redaction/gdpr_contract_easy-v1",
@@ -53,6 +55,9 @@ def found(text: str) -> list[tuple[str, str]]:
         ("SSN", "my social is ", "one two three, four five, six seven eight nine", ""),
         ("DOB", "date of birth is ", "the third of March, nineteen eighty-one", ""),
         ("ADDRESS", "lives at ", "12 Oak Street, Apt 4, Springfield, IL 62704", "."),
+        # A person's number after "tel." and a person's own work address stay PII.
+        ("PHONE", "Next of kin: Ann Lee, sister, tel. ", "404-307-4582", ". Pharmacy fax 303.663.3951"),
+        ("EMAIL", "write to ", "support.lead.jane@acme.com", ""),
     ],
 )
 def test_detects_plain_and_obfuscated_pii(label: str, before: str, entity: str, after: str) -> None:
@@ -69,10 +74,24 @@ def test_detects_plain_and_obfuscated_pii(label: str, before: str, entity: str, 
         "Admitted: 03/02/2024. Discharged 03/09/2024. MRN 80100305, metformin 500 mg",
         "Riverside Medical Center, Maple Avenue Family Practice, ext. 4410",
         "ICD-10 E11.9 and I10; BP 132/84; Parkinson disease (G20)",
+        # Role mailboxes, organisation lines and ids in phone or SSN shape (the labelling rules).
+        "reminders come from no-reply@clearhealth.com, or write to records@ironlabs.net",
+        "mail relay accepted from=security@graniterobotics.net; you can also write to dpo [at] acme [dot] com",
+        "Silverly Pharmacy (tel. (855) 258-2313, fax (877) 671-0980); nurse advice line 212.353.7640",
+        "if we get cut off, call us on 267.811.3221, overflow to 215.907.2312",
+        "refund batch 226-10-6637, voucher 691-36-8258, dispute number 716-555-8466, RMA 842.280.6338",
+        "the transaction id on my statement is 301-82-2295",
     ],
 )
 def test_ignores_look_alikes(text: str) -> None:
     assert found(text) == []
+
+
+def test_known_surname_in_an_eponym_or_a_street_is_not_a_name() -> None:
+    text = "Patient: Anna Baker\nBaker cyst of the right knee. Referral faxed to Baker Street Clinic. Baker agrees."
+    names = [t for label, t in found(text) if label == "NAME"]
+    assert names == ["Anna Baker", "Baker"]
+    assert text.rindex("Baker agrees") == [s for s, _, label in detect(text) if label == "NAME"][-1]
 
 
 def test_normalise_keeps_offsets() -> None:
@@ -116,11 +135,11 @@ def _by_partition(kind: Kind, seed: int, count: int) -> dict[str, list[Document]
 @pytest.mark.parametrize(
     ("kind", "precision_range", "train_recall"),
     # Measured on seed 5, 40 documents of each partition (whole documents, no window):
-    # contract P 0.98 R 0.98 in both partitions; clinical train P 0.79 R 0.93, eval R 0.69;
-    # security train P 0.71 R 0.95, eval R 0.70. The shared look-alikes (organisation numbers and
-    # mailboxes, eponyms, phone- and SSN-shaped ids) cost precision in both partitions; the
+    # contract P 0.98 R 0.98 in both partitions; clinical train P 0.92 R 0.93, eval P 0.96 R 0.69;
+    # security train P 0.98 R 0.95, eval P 0.94 R 0.70. Before role mailboxes, organisation lines,
+    # id cues and eponyms were left alone, precision was 0.79 (clinical) and 0.71 (security); the
     # held-out families of the eval partition cost recall.
-    [("contract", (0.9, 1.0), 0.9), ("clinical", (0.7, 0.88), 0.85), ("security", (0.6, 0.8), 0.88)],
+    [("contract", (0.9, 1.0), 0.9), ("clinical", (0.88, 0.97), 0.85), ("security", (0.9, 1.0), 0.88)],
 )
 def test_detector_on_whole_generated_documents(
     kind: Kind, precision_range: tuple[float, float], train_recall: float
@@ -161,11 +180,11 @@ def _play(task_id: str, **reset: object) -> tuple[float, list[str], list[str | N
 
 @pytest.mark.parametrize(
     ("kind", "floor", "ceiling"),
-    # Eval partition (the default), grade over labelled distinct values. Measured means over
-    # seeds 0-19: contract 0.994, clinical 0.810, security 0.587 (the grade before gave 0.994,
-    # 0.829, 0.666); over seeds 0-5: 0.994, 0.818, 0.551. The ceilings keep the medium and hard
-    # tiers apart.
-    [("contract", 0.9, 1.0), ("clinical", 0.76, 0.88), ("security", 0.5, 0.65)],
+    # Eval partition (the default), grade over labelled distinct values, reading ahead. Measured
+    # means over seeds 0-5: 0.994, 0.853, 0.635 (seeds 0-19: 0.992, 0.853, 0.668; the single-pass
+    # heuristic before the precision rules scored 0.994, 0.810, 0.587). The ceilings keep the
+    # medium and hard tiers apart.
+    [("contract", 0.9, 1.0), ("clinical", 0.8, 0.9), ("security", 0.58, 0.7)],
 )
 def test_heuristic_episodes_beat_a_floor(kind: str, floor: float, ceiling: float) -> None:
     scores = []
@@ -179,8 +198,8 @@ def test_heuristic_episodes_beat_a_floor(kind: str, floor: float, ceiling: float
 
 def test_training_documents_are_easier_for_the_heuristic_than_eval_documents() -> None:
     # The held-out families appear only in the eval partition, so a baseline built on training
-    # documents loses recall there. Measured over seeds 0-7: clinical train 0.882 vs eval 0.824,
-    # security train 0.850 vs eval 0.573.
+    # documents loses recall there. Measured over seeds 0-7: clinical train 0.952 vs eval 0.865,
+    # security train 0.968 vs eval 0.661.
     for kind, gap in (("clinical", 0.025), ("security", 0.15)):
         train = statistics.mean(_play(TASKS[kind], seed=s, options={"partition": "train"})[0] for s in range(8))
         held_out = statistics.mean(_play(TASKS[kind], seed=s)[0] for s in range(8))
@@ -245,3 +264,110 @@ def test_reused_agent_forgets_the_previous_episode() -> None:
         scores.append(env.grade().score)
     fresh = _play(TASKS["clinical"], seed=1)[0]
     assert scores[1] == fresh
+
+
+def _document(text: str, *values: tuple[str, str]) -> Document:
+    """A document whose entities are the occurrences of each ``(label, value)``, longest value first."""
+    entities: list[Entity] = []
+    for label, value in sorted(values, key=lambda v: -len(v[1])):
+        for m in re.finditer(re.escape(value), text):
+            if all(m.end() <= e.start or m.start() >= e.end for e in entities):
+                entities.append(Entity(start=m.start(), end=m.end(), label=label, text=value))  # type: ignore[arg-type]
+    return Document(id="crafted", kind="security", text=text, entities=tuple(sorted(entities, key=lambda e: e.start)))
+
+
+def _run(agent: ScanningAgent, doc: Document, **config: object) -> tuple[list[RedactionAction], float, int]:
+    env = integrity_gym.make(TASKS["security"], **config)
+    obs = env.reset(options={"document": doc.model_dump()})
+    actions = []
+    while not obs.done:
+        action = agent.act(obs)
+        result = env.step(action)
+        assert result.info.get("error") is None, result.info
+        actions.append(action)
+        obs = result.observation
+    return actions, env.grade().score, env.max_steps
+
+
+FILLER = "[10:{:02d}] Customer: the router keeps dropping the connection every few minutes.\n"
+
+
+def test_a_name_learned_at_the_end_is_redacted_at_the_start() -> None:
+    # "Keisha" is a name only once "Signed by: Keisha Brown" has been read, 4,000 characters later.
+    text = (
+        "Keisha opened the ticket.\n" + "".join(FILLER.format(i % 60) for i in range(50)) + "Signed by: Keisha Brown\n"
+    )
+    doc = _document(text, ("NAME", "Keisha Brown"), ("NAME", "Keisha"))
+    actions, score, _ = _run(HeuristicAgent(), doc)
+    redacted = {(a.start, a.end) for a in actions if a.action_type == "REDACT"}
+    assert (0, 6) in redacted  # the first mention, behind the window when the name was learned
+    assert actions[0].action_type == "NEXT_CHUNK" and "PREV_CHUNK" in [a.action_type for a in actions]
+    assert actions[-1].action_type == "FINISH"
+    assert score == 1.0
+    single = HeuristicAgent()
+    single.read_ahead = False
+    actions, score, _ = _run(single, doc)
+    assert (0, 6) not in {(a.start, a.end) for a in actions if a.action_type == "REDACT"}
+    assert score < 1.0
+
+
+def test_single_pass_when_the_budget_cannot_pay_for_the_return_trip() -> None:
+    env = integrity_gym.make(TASKS["security"], window_size=150)
+    agent = HeuristicAgent(env.spec)
+    obs = env.reset(seed=0)
+    kinds = []
+    while not obs.done:
+        action = agent.act(obs)
+        kinds.append(action.action_type)
+        obs = env.step(action).observation
+    assert "PREV_CHUNK" not in kinds
+    # Redactions come between the moves, not after a read to the end.
+    assert kinds.index("REDACT") < len(kinds) - 1 - kinds[::-1].index("NEXT_CHUNK")
+
+
+@pytest.mark.parametrize("max_steps", [60, 70, 80, 95, 130])
+def test_the_plan_fits_the_budget_and_ends_with_finish(max_steps: int) -> None:
+    doc = generate_document("security", 0, 0)
+    actions, _, budget = _run(HeuristicAgent(), doc, max_steps=max_steps)
+    assert budget == max_steps
+    assert len(actions) <= max_steps and actions[-1].action_type == "FINISH"
+
+
+class _Fixed(ScanningAgent):
+    """Finds every ``AAA`` and ``B<digit>`` (a stub detector); always reads ahead."""
+
+    read_ahead = True
+    chars_per_redaction = 10_000
+
+    def find(self, text: str) -> list[tuple[int, int, Label]]:
+        return [(m.start(), m.end(), "NAME") for m in re.finditer(r"AAA|B\d", text)]
+
+
+def test_a_short_budget_drops_mentions_of_the_most_repeated_value_first() -> None:
+    # Twelve mentions of one value and four distinct values, spread over 3,000 characters.
+    parts = [f"{'AAA' if i % 4 else f'B{i // 4}'} " + "x" * 180 + "\n" for i in range(16)]
+    text = "".join(parts)
+    doc = _document(text, ("NAME", "AAA"), *[("NAME", f"B{i}") for i in range(4)])
+    full, _, _ = _run(_Fixed(), doc, window_size=500, max_steps=100)
+    assert len([a for a in full if a.action_type == "REDACT"]) == 16
+    moves = 2 * math.ceil((len(text) - 500) / 250)
+    short, _, _ = _run(_Fixed(), doc, window_size=500, max_steps=moves + 1 + 10)
+    redacted = [text[a.start : a.end] for a in short if a.action_type == "REDACT"]  # type: ignore[index]
+    assert sorted(redacted) == ["AAA"] * 6 + ["B0", "B1", "B2", "B3"]
+    assert short[-1].action_type == "FINISH"
+
+
+@pytest.mark.parametrize("kind", ["clinical", "security"])
+def test_actions_do_not_depend_on_the_hidden_entities(kind: Kind) -> None:
+    doc = generate_document(kind, 0, 0)
+    relabel = {"NAME": "EMAIL", "EMAIL": "PHONE", "PHONE": "SSN", "SSN": "ADDRESS", "ADDRESS": "DOB", "DOB": "NAME"}
+    altered = Document(
+        id=doc.id,
+        kind=doc.kind,
+        text=doc.text,
+        entities=tuple(e.model_copy(update={"label": relabel[e.label]}) for e in doc.entities[1::2]),
+    )
+    first, score, _ = _run(HeuristicAgent(), doc)
+    second, other, _ = _run(HeuristicAgent(), altered)
+    assert first == second
+    assert score != other  # the grade did see the change

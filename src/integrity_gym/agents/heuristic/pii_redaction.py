@@ -76,9 +76,30 @@ _DATES = re.compile(
     r"|(?<![\w.-])\d{4}-\d{2}-\d{2}(?![\dT:])"
 )
 _BIRTH_CUE = re.compile(r"(?i)\b(?:dob|d\.o\.b|date of birth|birth\s*date|born|birthday|birth)\b")
+# Ids are never phones or SSNs, whatever their shape: a reference word just before the number
+# (optionally "number", "id" ..., and "on my statement") marks one.
 _REFERENCE_CUE = re.compile(
     r"(?i)\b(?:order|tracking|confirmation|ticket|case|reference|ref|invoice|receipt|card|account|serial|"
-    r"policy|claim|po)\b(?:\s+(?:number|no\.?|code|id|#))?(?:\s+(?:is|was))?\s*[:#]?\s*$"
+    r"policy|claim|po|voucher|batch|dispute|rma|transaction|txn|refund)\b(?:\s+(?:number|no\.?|code|id|#))?"
+    r"(?:\s+(?:on|in|from)\s+(?:my|the|your)\s+\w+)?(?:\s+(?:is|was))?\s*[:#]?\s*$"
+)
+# An organisation's line, not a person's: "Pharmacy (tel.", "fax", "nurse advice line", "call us on".
+_ORG_LINE_CUE = re.compile(
+    r"(?i)(?:\(\s*tel\.?|\bfax|\b(?:support|advice|help|nurse|service|scheduling|main|office|switchboard)\s+"
+    r"(?:line|desk|number)|\bteam's\s+direct\s+line|\bcall\s+us\s+(?:on|at)|\boverflow\s+to|"
+    r"\b(?:Group|Practice|Pharmacy|Apothecary|Clinic|Center|Hospital)\s+at)\s*(?:is\s+)?[:(]?\s*$"
+)
+# Shared and role mailboxes are not personal data; a person's own address is.
+_ROLE_MAILBOXES = frozenset(
+    """
+    admin alerts appointments billing contact dataprotection dpo help helpdesk hr info legal noreply
+    no-reply notifications office postmaster privacy records referrals sales security support team
+    """.split()  # noqa: SIM905
+)
+# A known surname followed by one of these is an eponym or a place (Graves disease, Brook Street).
+_NOT_A_PERSON_AFTER = (
+    r"(?! (?:cyst|esophagus|disease|syndrome|thyroiditis|palsy|catheter|sign|lymphoma|ulcer|fracture|"
+    r"procedure|maneuver|Street|Avenue|Road|Lane|Drive|Park|Medical|Clinic|Pharmacy|Family|Health))"
 )
 
 _STREET = (
@@ -188,7 +209,13 @@ def _masked(segment: str) -> bool:
 
 
 def _reference_before(text: str, start: int) -> bool:
-    return _REFERENCE_CUE.search(text[max(0, start - 30) : start]) is not None
+    before = text[max(0, start - 40) : start]
+    return _REFERENCE_CUE.search(before) is not None or _ORG_LINE_CUE.search(before) is not None
+
+
+def _role_mailbox(address: str) -> bool:
+    local = re.split(r"(?i)@|\s*[\[\(\{]\s*at\s*[\]\)\}]\s*|\s+at\s+", address, maxsplit=1)[0]
+    return local.casefold() in _ROLE_MAILBOXES
 
 
 def _spoken_numbers(text: str) -> Iterable[Candidate]:
@@ -243,7 +270,9 @@ def _names(text: str, known: set[str]) -> Iterable[Candidate]:
         yield start, end, "NAME"
     if known:
         alternatives = "|".join(sorted((re.escape(k) for k in known), key=len, reverse=True))
-        for m in re.finditer(rf"(?<!St\. )\b(?:{alternatives})(?:(?: [A-Z]\.)? (?:{alternatives}))*\b", text):
+        for m in re.finditer(
+            rf"(?<!St\. )\b(?:{alternatives})(?:(?: [A-Z]\.)? (?:{alternatives}))*\b{_NOT_A_PERSON_AFTER}", text
+        ):
             yield m.start(), m.end(), "NAME"
     for m in _SPELLED_NAME.finditer(text):
         yield m.start(), m.end(), "NAME"
@@ -258,9 +287,8 @@ def detect(text: str, known_names: set[str] | None = None) -> list[Candidate]:
     known = known_names if known_names is not None else set()
     norm = normalise(text)
     candidates: list[Candidate] = []
-    candidates += [(m.start(), m.end(), "EMAIL") for m in _EMAIL.finditer(norm)]
-    candidates += [(m.start(), m.end(), "EMAIL") for m in _EMAIL_BRACKETED.finditer(norm)]
-    candidates += [(m.start(), m.end(), "EMAIL") for m in _EMAIL_WORDS.finditer(norm)]
+    for pattern in (_EMAIL, _EMAIL_BRACKETED, _EMAIL_WORDS):
+        candidates += [(m.start(), m.end(), "EMAIL") for m in pattern.finditer(norm) if not _role_mailbox(m.group(0))]
     numbers: tuple[tuple[re.Pattern[str], Label], ...] = ((_PHONE, "PHONE"), (_SSN, "SSN"))
     for pattern, label in numbers:
         found = [m for m in pattern.finditer(norm) if not _reference_before(norm, m.start())]
