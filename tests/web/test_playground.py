@@ -1,0 +1,294 @@
+"""The playground in a real browser: one episode of each environment played by clicking and typing.
+
+Every episode is replayed in-process with the same actions: each step's reward, the observation
+the page shows, the grade and explain() must be the environment's own. The page must use only the
+public API (never the full state, the grade only after the last step), show rejected actions'
+messages, and respect the server's capacity and lost sessions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from integrity_gym.core.registry import get_spec
+from tests.server.servers import ServerProcess, running_server
+from tests.web.conftest import Watched
+
+VIEWPORT_NAMES = ["desktop", "phone"]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerProcess]:
+    """``igym serve`` with every registered task (and an admin token configured, never used here)."""
+    with running_server(cli=True) as process:
+        yield process
+
+
+def local_env(task: str, seed: int) -> Any:
+    spec = get_spec(task)
+    env = spec.env_class()(spec)
+    env.reset(seed=seed)
+    return env
+
+
+def number(text: str) -> float:
+    """A number as the page prints it (a true minus sign for negatives)."""
+    return float(text.replace("−", "-").replace("+", ""))
+
+
+def start(watched: Watched, base: str, task: str, seed: int) -> Any:
+    page = watched.page
+    page.goto(f"{base}/web/?task={quote(task)}&seed={seed}")
+    page.wait_for_selector("body[data-ready]")
+    assert page.input_value("#task") == task
+    page.click("#start")
+    page.wait_for_selector("#observation")
+    return page
+
+
+def wait_steps(page: Any, n: int) -> None:
+    from playwright.sync_api import expect  # the browser extra (the browser fixture skipped without it)
+
+    # Locator waits, not wait_for_function: the page's policy forbids the eval that one needs.
+    expect(page.locator("#steps > li")).to_have_count(n)
+    page.wait_for_selector("body:not([data-busy])")
+
+
+def check_last_step(page: Any, text: str, reward: float) -> None:
+    top = page.locator("#steps > li").first
+    assert text in top.inner_text()
+    shown = top.locator(".row > span").nth(2).inner_text()
+    assert number(shown) == pytest.approx(reward, abs=5e-4)
+
+
+def check_end(watched: Watched, env: Any, total: float, name: str) -> None:
+    page = watched.page
+    page.wait_for_selector("#grade")
+    grade = env.grade()
+    assert number(page.inner_text("#grade .score")) == pytest.approx(grade.score, abs=5e-4)
+    assert page.inner_text("#explain") == env.explain()
+    assert number(page.inner_text("#return")) == pytest.approx(total, abs=5e-4)
+    for dimension in grade.breakdown:
+        assert page.locator("#grade table.dims td", has_text=dimension).count() >= 1
+    assert page.locator("#ended").count() == 1 and page.locator("#stage button").count() == 0
+    watched.shot(f"{name}-graded", full_page=True)
+    # Only the public API: never the full state, and the grade only after the last step.
+    calls = [r for r in watched.requests if "/web/static/" not in r]
+    assert not [r for r in calls if "/state" in r], calls
+    last_step = max(i for i, r in enumerate(calls) if r.startswith("POST") and r.endswith("/step"))
+    graded = [i for i, r in enumerate(calls) if "/grade/" in r or "/api/explain/" in r]
+    assert len(graded) == 2 and min(graded) > last_step, calls
+
+
+def drag_select(page: Any, start: int, end: int) -> None:
+    """Select characters [start, end) of the document window by dragging the mouse over them."""
+    points = page.evaluate(
+        """([a, b]) => {
+          const doc = document.getElementById('pii-text');
+          const at = (k) => {
+            const walk = document.createTreeWalker(doc, NodeFilter.SHOW_TEXT);
+            let node, seen = 0;
+            while ((node = walk.nextNode())) {
+              if (k < seen + node.length) {
+                const r = document.createRange();
+                r.setStart(node, k - seen);
+                r.setEnd(node, k - seen + 1);
+                return r.getClientRects()[0];
+              }
+              seen += node.length;
+            }
+          };
+          const first = at(a);
+          window.scrollBy(0, first.top - window.innerHeight / 3);
+          const p = at(a), q = at(b - 1);
+          return [p.left + 1, p.top + p.height / 2, q.right - 1, q.top + q.height / 2];
+        }""",
+        [start, end],
+    )
+    page.mouse.move(points[0], points[1])
+    page.mouse.down()
+    page.mouse.move(points[2], points[3], steps=8)
+    page.mouse.up()
+
+
+@pytest.mark.parametrize("viewport", VIEWPORT_NAMES)
+def test_play_pii_redaction(server: ServerProcess, open_page: Any, viewport: str) -> None:
+    task, seed = "pii_redaction/gdpr_contract_easy-v1", 0
+    env = local_env(task, seed)
+    window = env.observation().window_size
+    gold = [e for e in env.state().document.entities if e.end <= window][:2]
+    assert len(gold) == 2
+    watched = open_page(viewport)
+    page = start(watched, server.url, task, seed)
+    assert page.text_content("#pii-text") == env.observation().visible_text
+    watched.shot("pii_redaction-start")
+    total, n = 0.0, 0
+    for entity in gold:
+        drag_select(page, entity.start, entity.end)
+        assert (page.input_value("#redact-start"), page.input_value("#redact-end")) == (
+            str(entity.start),
+            str(entity.end),
+        )
+        assert entity.text in page.inner_text("#redact-selection")
+        page.select_option("#redact-label", entity.label)
+        page.click("#act-REDACT")
+        result = env.step({"action_type": "REDACT", "start": entity.start, "end": entity.end, "label": entity.label})
+        total, n = total + result.reward, n + 1
+        wait_steps(page, n)
+        check_last_step(page, f"REDACT({entity.start},{entity.end},{entity.label})", result.reward)
+    assert page.locator("#pii-text mark").all_text_contents() == [
+        env.observation().visible_text[e.start : e.end] for e in gold
+    ]
+    # Typed offsets the environment rejects: its message is shown, the step still counts.
+    page.fill("#redact-start", "10")
+    page.fill("#redact-end", "5")
+    page.click("#act-REDACT")
+    rejected = env.step({"action_type": "REDACT", "start": 10, "end": 5, "label": page.input_value("#redact-label")})
+    total, n = total + rejected.reward, n + 1
+    wait_steps(page, n)
+    assert rejected.info["error"] in page.inner_text("#banner")
+    assert f"rejected: {rejected.info['error']}" in page.inner_text("#steps > li:first-child .err")
+    watched.shot("pii_redaction-playing")
+    page.click("#act-NEXT_CHUNK")
+    result = env.step({"action_type": "NEXT_CHUNK"})
+    total, n = total + result.reward, n + 1
+    wait_steps(page, n)
+    assert page.text_content("#pii-text") == env.observation().visible_text
+    page.click("#act-FINISH")
+    result = env.step({"action_type": "FINISH"})
+    total, n = total + result.reward, n + 1
+    wait_steps(page, n)
+    check_end(watched, env, total, "pii_redaction")
+
+
+@pytest.mark.parametrize("viewport", VIEWPORT_NAMES)
+def test_play_information_integrity(server: ServerProcess, open_page: Any, viewport: str) -> None:
+    task, seed = "information_integrity/easy-v1", 0
+    env = local_env(task, seed)
+    watched = open_page(viewport)
+    page = start(watched, server.url, task, seed)
+    sources = [s.id for s in env.observation().available_sources]
+    for sid in sources:  # nothing about a source is shown before it is checked
+        assert page.locator(f"[data-source={sid}] .chip").all_inner_texts() == ["not checked"]
+    assert page.inner_text("#observation blockquote") == env.observation().content
+    total, n = 0.0, 0
+    actions: list[tuple[str, dict[str, Any]]] = [
+        ("#verify-claim_1", {"type": "verify_claim", "claim_id": "claim_1"}),
+        (f"#check-{sources[0]}", {"type": "check_source", "source_id": sources[0]}),
+        (f"#check-{sources[1]}", {"type": "check_source", "source_id": sources[1]}),
+    ]
+    for selector, action in actions:
+        page.click(selector)
+        result = env.step(action)
+        total, n = total + result.reward, n + 1
+        wait_steps(page, n)
+        check_last_step(page, str(env.action_type.model_validate(action)), result.reward)
+    obs = env.observation()
+    claim = obs.claims[0]
+    assert claim.verification_status.replace("_", " ") in page.inner_text("[data-claim=claim_1]")
+    for view in obs.available_sources:
+        chips = page.locator(f"[data-source={view.id}] .chip").all_inner_texts()
+        if view.checked:
+            assert view.stance in chips and any(f"{view.reliability:.2f}" in c for c in chips), chips
+            assert view.text is not None and view.text in page.inner_text(f"[data-source={view.id}]")
+        else:
+            assert chips == ["not checked"]
+    watched.shot("information_integrity-playing")
+    reasoning = f"claim_1 is {claim.verification_status}. harm is {obs.harm_level}."
+    page.check("#decision-remove")
+    page.locator("#reasoning").press_sequentially(reasoning)
+    page.click("#act-decide")
+    result = env.step({"type": "decide", "decision": "remove", "reasoning": reasoning})
+    total, n = total + result.reward, n + 1
+    wait_steps(page, n)
+    check_end(watched, env, total, "information_integrity")
+
+
+@pytest.mark.parametrize(
+    ("viewport", "task", "verdict"),
+    [
+        ("desktop", "selective_verification/random-v1", "SUPPORTED"),
+        ("phone", "selective_verification/text-v1", "ABSTAIN"),
+    ],
+)
+def test_play_selective_verification(
+    server: ServerProcess, open_page: Any, viewport: str, task: str, verdict: str
+) -> None:
+    seed = 0
+    env = local_env(task, seed)
+    obs = env.observation()
+    watched = open_page(viewport)
+    page = start(watched, server.url, task, seed)
+    assert page.inner_text("#claim") == obs.claim
+    if obs.modality == "image":
+        assert page.get_attribute("#picture", "src") == obs.image
+        assert page.evaluate("document.getElementById('picture').naturalWidth") == obs.image_width
+    else:
+        assert obs.passage is not None
+        blocks = [b.strip() for b in obs.passage.split("\n\n")]
+        tables = [b for b in blocks if b.startswith("|")]
+        shown = page.locator("#passage p").all_inner_texts()
+        assert shown == [b for b in blocks if not b.startswith("|")] and len(tables) == 1
+        rows = [line for line in tables[0].splitlines() if not set(line) <= set("|-: ")]
+        cells = [[c.strip() for c in line.strip("|").split("|")] for line in rows]
+        assert page.locator("#passage th").all_inner_texts() == cells[0]
+        assert page.locator("#passage tbody tr").count() == len(cells) - 1
+        assert page.locator("#passage tbody td").all_inner_texts() == [c for row in cells[1:] for c in row]
+    page.focus("#confidence")
+    for _ in range(15):  # 0.75 → 0.90 with the keyboard, 0.01 a press
+        page.keyboard.press("ArrowRight")
+    assert page.inner_text("#confidence-value") == "0.90"
+    watched.shot(f"selective_verification-{obs.modality}")
+    page.click(f"#act-{verdict}")
+    action = {"verdict": verdict} if verdict == "ABSTAIN" else {"verdict": verdict, "confidence": 0.9}
+    result = env.step(action)
+    wait_steps(page, 1)
+    check_last_step(page, verdict, result.reward)
+    check_end(watched, env, result.reward, f"selective_verification-{obs.modality}")
+
+
+def test_a_lost_session_says_so(server: ServerProcess, open_page: Any) -> None:
+    watched = open_page("desktop")
+    page = watched.page
+    page.goto(f"{server.url}/web/?task=pii_redaction/gdpr_contract_easy-v1&seed=1")
+    page.wait_for_selector("body[data-ready]")
+    with page.expect_response(lambda r: r.url.endswith("/pii_redaction/reset")) as reply:
+        page.click("#start")
+    sid = reply.value.json()["session_id"]
+    page.wait_for_selector("#pii-text")
+    # As if the idle TTL had reaped it: the server forgets the session.
+    assert httpx.delete(f"{server.url}/pii_redaction/session/{sid}", trust_env=False).status_code == 200
+    page.click("#act-SKIP")
+    page.wait_for_selector("#banner:not([hidden])")
+    assert "SESSION_NOT_FOUND" in page.inner_text("#banner") and "Start the episode again" in page.inner_text("#banner")
+    watched.errors = [e for e in watched.errors if "404" not in e]  # the browser logs the failed fetch itself
+
+
+def test_one_environment_server_at_capacity(open_page: Any) -> None:
+    with running_server(
+        ["--root", "pii_redaction", "--tasks", "pii_redaction/*", "--max-sessions", "1"], cli=True
+    ) as one:
+        first = open_page("desktop")
+        page = start(first, one.url, "pii_redaction/gdpr_contract_easy-v1", 0)
+        options = page.locator("#task option").all_inner_texts()
+        assert options and all(o.startswith("pii_redaction/") for o in options)
+        second = open_page("desktop")
+        other = second.page
+        other.goto(f"{one.url}/web/")
+        other.wait_for_selector("body[data-ready]")
+        other.click("#start")
+        other.wait_for_selector("#banner:not([hidden])")
+        assert "CAPACITY_REACHED" in other.inner_text("#banner")
+        second.shot("playground-at-capacity")
+        page.click("#act-FINISH")  # the episode ends, the page closes its session ...
+        page.wait_for_selector("#explain")
+        page.wait_for_selector("body:not([data-busy])")
+        other.click("#start")  # ... and the slot is free again
+        other.wait_for_selector("#pii-text")
+        assert other.locator("#banner").is_hidden()
+        second.errors = [e for e in second.errors if "503" not in e]
