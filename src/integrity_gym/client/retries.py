@@ -1,6 +1,6 @@
 """When the client sends a request again, and how long it waits first; tenacity runs the loops.
 
-What is safe to send again:
+What is safe to send again, over HTTP:
 
 - any request whose connection could not be opened (refused, or no answer to the connect):
   it never reached the server, so even a ``step`` is sent again;
@@ -9,6 +9,10 @@ What is safe to send again:
   the server answers 429 or 503 (at capacity, session store down, starting up).
 
 A ``step`` that may have reached the server is never sent twice: whatever went wrong is raised.
+
+Over the WebSocket a session lives on its connection, so only a ``reset`` is sent again, on a new
+connection: when the connection drops or cannot be opened, or the server refuses the session for
+now (at capacity, session store down). A timeout there is raised, not retried.
 
 Waits: the server's ``Retry-After`` when it sends one (our server does on every 503), otherwise
 ``backoff`` seconds doubled at each retry, never more than ``max_wait``. A server that asks for a
