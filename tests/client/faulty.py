@@ -5,7 +5,8 @@ behind a small ASGI layer that answers planned faults before the app sees the re
 Retry-After, a 429), or lets the app apply the request and then cuts the connection before the
 reply. It counts every request it receives per route, so a test can tell how often the client
 sent one. ``Relay`` forwards TCP to that server and can be shut (connections refused) and
-reopened on the same port, while the server and its sessions live on.
+reopened on the same port, or stalled (connections hang unanswered), while the server and its
+sessions live on.
 """
 
 from __future__ import annotations
@@ -132,6 +133,7 @@ class Relay:
         self._conns: list[socket.socket] = []
         self._pumps: list[threading.Thread] = []
         self._acceptor: threading.Thread | None = None
+        self._stalled: list[socket.socket] = []
         self._lock = threading.Lock()
 
     @property
@@ -140,7 +142,8 @@ class Relay:
         return f"http://127.0.0.1:{self.port}"
 
     def open(self) -> None:
-        """Listen (on the same port as before, after ``shut``)."""
+        """Listen (on the same port as before, after ``shut`` or ``stall``)."""
+        self.unstall()
         listener = socket.socket()
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", self.port))
@@ -170,6 +173,27 @@ class Relay:
             pump.join(5)
         for conn in conns:
             conn.close()
+
+    def stall(self) -> None:
+        """Cut every relayed connection and let new ones hang in the connect (a full accept queue)."""
+        self.shut()
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(0)
+        self._stalled = [listener]
+        for _ in range(3):  # never accepted: once the queue is full, further connects get no answer
+            filler = socket.socket()
+            filler.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                filler.connect(("127.0.0.1", self.port))
+            self._stalled.append(filler)
+
+    def unstall(self) -> None:
+        """Close what ``stall`` opened."""
+        stalled, self._stalled = self._stalled, []
+        for sock in stalled:
+            sock.close()
 
     def _accept(self, listener: socket.socket) -> None:
         while self._listener is listener:

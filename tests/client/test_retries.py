@@ -64,7 +64,12 @@ def connect(kind: str) -> Iterator[Callable[..., Client]]:
     made: list[Client] = []
 
     def connect(
-        url: str, *, transport: str = "http", on_sleep: Callable[[], None] | None = None, **policy: Any
+        url: str,
+        *,
+        transport: str = "http",
+        on_sleep: Callable[[], None] | None = None,
+        connect_timeout: float = 10.0,
+        **policy: Any,
     ) -> Client:
         sleeps: list[float] = []
 
@@ -79,8 +84,14 @@ def connect(kind: str) -> Iterator[Callable[..., Client]]:
         retries = RetryPolicy(sleep=record if kind == "sync" else record_async, **policy)
         cls = RemoteEnv if kind == "sync" else AsyncRemoteEnv
         env = cls(
-            url, MINIMAL_TASK.id, spec=MINIMAL_TASK, transport=transport, admin_token=ADMIN_TOKEN, retries=retries
-        )  # type: ignore[arg-type]
+            url,
+            MINIMAL_TASK.id,
+            spec=MINIMAL_TASK,
+            transport=transport,  # type: ignore[arg-type]
+            admin_token=ADMIN_TOKEN,
+            retries=retries,
+            connect_timeout=connect_timeout,
+        )
         client = Client(env, loop, sleeps)
         made.append(client)
         return client
@@ -150,21 +161,43 @@ def test_a_step_that_reached_the_server_is_never_sent_again(
     assert c("state").total == (3 if applied else 0)
 
 
+@pytest.mark.parametrize("failure", ["refused", "stalled"])
 def test_a_step_whose_connection_could_not_be_opened_is_sent_again(
-    faulty: FaultyServer, connect: Callable[..., Client]
+    faulty: FaultyServer, connect: Callable[..., Client], failure: str
 ) -> None:
     relay = Relay(faulty.port)
     relay.open()
     try:
-        c = connect(relay.url, on_sleep=relay.open)  # the pause brings the relay back
+        c = connect(relay.url, on_sleep=relay.open, connect_timeout=0.3)  # the pause brings the relay back
         c("reset", seed=1)
-        relay.shut()
+        if failure == "refused":
+            relay.shut()
+        else:
+            relay.stall()
         result = c("step", ADD)
         assert result.observation.total == 3 and result.observation.step_count == 1
         assert faulty.seen["POST /step"] == 1
         assert c.sleeps == [0.1]
     finally:
         relay.shut()
+        relay.unstall()
+
+
+@pytest.mark.parametrize(("transport", "match"), [("http", "cannot connect to"), ("ws", "cannot open a WebSocket")])
+def test_a_server_that_never_answers_the_connect_is_tried_attempts_times(
+    faulty: FaultyServer, connect: Callable[..., Client], transport: str, match: str
+) -> None:
+    relay = Relay(faulty.port)
+    relay.open()
+    relay.stall()
+    try:
+        c = connect(relay.url, transport=transport, connect_timeout=0.3)
+        with pytest.raises((TimeoutError, ConnectionError), match=match):
+            c("reset")
+        assert c.sleeps == [0.1, 0.2]
+        assert faulty.seen["POST /reset"] + faulty.seen["WS"] == 0
+    finally:
+        relay.unstall()
 
 
 def test_attempts_are_bounded_and_the_back_off_capped(faulty: FaultyServer, connect: Callable[..., Client]) -> None:
