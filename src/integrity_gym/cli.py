@@ -436,6 +436,27 @@ def serve(
         raise _fail(str(exc)) from exc
 
 
+@app.command()
+def view(
+    runs: Annotated[list[Path], typer.Argument(help="One run folder (outputs/<run>), or two to compare side by side.")],
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0 picks a free one).")] = 8765,
+    db: Annotated[Path, typer.Option(help="Results database (adds each run's status).")] = Path(
+        "outputs/results.sqlite"
+    ),
+    open_browser: Annotated[bool, typer.Option("--open", help="Open the page in the default browser.")] = False,
+) -> None:
+    """Browse run folders in a local web page: episodes, grades, trajectories, two runs side by side."""
+    try:
+        from integrity_gym.web.viewer import serve_viewer
+    except ImportError as exc:
+        raise _fail(f"the viewer needs the 'server' extra: pip install 'integrity-gym[server]' ({exc})") from exc
+    try:
+        serve_viewer(runs, host=host, port=port, db=db, open_browser=open_browser)
+    except ValueError as exc:
+        raise _fail(str(exc)) from exc
+
+
 def main() -> None:
     """Entry point for ``python -m integrity_gym``."""
     app()

@@ -1,0 +1,179 @@
+"""The run viewer (``igym view``): its API, its command, and stepping through runs in a real browser."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+from typer.testing import CliRunner
+
+from integrity_gym.cli import app as cli_app
+from integrity_gym.web.viewer import create_viewer_app
+from tests.web.conftest import Watched
+
+TASKS = "information_integrity/easy-v1,pii_redaction/gdpr_contract_easy-v1,selective_verification/random-v1"
+_RUNNING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
+
+
+def bench(out: Path, agent: str) -> list[dict[str, Any]]:
+    """A real run folder made by ``igym bench``; its episode records."""
+    command = [sys.executable, "-m", "integrity_gym", "bench", "--tasks", TASKS, "--agent", agent]
+    command += ["--episodes", "3", "--out", str(out), "--no-db"]
+    subprocess.run(command, check=True, capture_output=True, text=True, timeout=300)
+    return [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list[dict[str, Any]]]]:
+    folder = tmp_path_factory.mktemp("runs")
+    return {agent: (folder / agent, bench(folder / agent, agent)) for agent in ("heuristic", "random")}
+
+
+@pytest.fixture(scope="module")
+def view(runs: dict[str, tuple[Path, list[dict[str, Any]]]], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Start ``igym view`` on some run folders; yields a function giving the page's URL."""
+    started: list[subprocess.Popen[str]] = []
+    no_db = tmp_path_factory.mktemp("db") / "absent.sqlite"
+
+    def start(*agents: str) -> str:
+        folders = [str(runs[a][0]) for a in agents]
+        command = [sys.executable, "-m", "integrity_gym", "view", *folders, "--port", "0", "--db", str(no_db)]
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        started.append(proc)
+        assert proc.stdout is not None
+        deadline, log = time.monotonic() + 60, []
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            log.append(line)
+            match = _RUNNING.search(line)
+            if match:
+                return match.group(1) + "/"
+        raise RuntimeError("igym view did not start:\n" + "".join(log))
+
+    yield start
+    for proc in started:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+# ------------------------------------------------------------------ without a browser
+
+
+def test_view_refuses_what_is_not_a_run(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli_app, ["view", str(tmp_path), "--port", "0"])
+    assert result.exit_code == 2 and "is not a run folder" in " ".join(result.output.split())
+    three = CliRunner().invoke(cli_app, ["view", str(tmp_path), str(tmp_path), str(tmp_path)])
+    assert three.exit_code == 2 and "two to compare" in " ".join(three.output.split())
+
+
+def test_api_lists_episodes_without_trajectories(runs: dict[str, tuple[Path, list[dict[str, Any]]]]) -> None:
+    folder, records = runs["heuristic"]
+    with TestClient(create_viewer_app([folder, runs["random"][0]])) as client:
+        listed = client.get("/api/runs").json()["runs"]
+        assert [r["label"] for r in listed] == ["heuristic", "random"]
+        assert [(e["task_id"], e["seed"], e["score"]) for e in listed[0]["episodes"]] == [
+            (r["task_id"], r["seed"], r["score"]) for r in records
+        ]
+        assert all("trajectory" not in e for e in listed[0]["episodes"])
+        assert client.get("/api/episode/0/4").json() == records[4]
+        assert client.get(f"/api/episode/0/{len(records)}").status_code == 404
+        assert client.get("/api/episode/2/0").status_code == 404
+        page = client.get("/")
+        assert "run viewer" in page.text and "default-src 'self'" in page.headers["content-security-policy"]
+
+
+# ------------------------------------------------------------------ in the browser
+
+
+def rows(page: Any) -> list[str]:
+    return page.locator("#episodes tbody tr").evaluate_all("rows => rows.map(r => r.dataset.key)")
+
+
+def number(text: str) -> float:
+    return float(text.replace("−", "-").replace("+", ""))
+
+
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
+def test_step_through_a_recorded_run(view: Any, runs: Any, open_page: Any, viewport: str) -> None:
+    records = runs["heuristic"][1]
+    watched: Watched = open_page(viewport)
+    page = watched.page
+    page.goto(view("heuristic"))
+    page.wait_for_selector("body[data-ready]")
+    assert len(rows(page)) == len(records)
+    task = "pii_redaction/gdpr_contract_easy-v1"
+    page.select_option("#filter-task", task)
+    mine = [r for r in records if r["task_id"] == task]
+    assert [k.split("\0")[1] for k in rows(page)] == [str(r["seed"]) for r in mine]
+    for outcome, wanted in (("success", True), ("failure", False)):
+        page.select_option("#filter-outcome", outcome)
+        assert len(rows(page)) == sum(1 for r in mine if r["success"] is wanted)
+    page.select_option("#filter-outcome", "")
+    record = mine[0]
+    page.locator("#episodes tbody tr").first.click()
+    page.wait_for_selector(".run-col")
+    steps = record["trajectory"]
+    assert page.inner_text("#step-label") == f"step 0 of {len(steps)}"
+    assert page.text_content("#pii-text") == record["reset_observation"]["visible_text"]
+    assert page.locator("svg.curve polyline").count() == 1
+    assert len(page.get_attribute("svg.curve polyline", "points").split()) == len(steps) + 1
+    total = 0.0
+    for k, step in enumerate(steps, start=1):
+        if k % 2:
+            page.click("#step-next")
+        else:
+            page.keyboard.press("ArrowRight")
+        total += step["reward"]
+        assert page.inner_text("#step-label") == f"step {k} of {len(steps)}"
+        assert step["action_text"] in page.inner_text(".run-col .steps")
+        assert number(page.inner_text(".return-now")) == pytest.approx(total, abs=5e-4)
+        assert page.text_content("#pii-text") == step["observation"]["visible_text"]
+        if k == 1:
+            watched.shot("viewer-step")
+    assert number(page.inner_text(".return-now")) == pytest.approx(record["total_return"], abs=5e-4)
+    assert page.is_disabled("#step-next")
+    assert float(page.inner_text(".run-col #grade .score")) == pytest.approx(record["score"], abs=5e-4)
+    page.click("#step-prev")
+    assert page.inner_text("#step-label") == f"step {len(steps) - 1} of {len(steps)}"
+
+
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
+def test_compare_two_runs_on_the_same_episodes(view: Any, runs: Any, open_page: Any, viewport: str) -> None:
+    ours, theirs = runs["heuristic"][1], runs["random"][1]
+    watched: Watched = open_page(viewport)
+    page = watched.page
+    page.goto(view("heuristic", "random"))
+    page.wait_for_selector("body[data-ready]")
+    assert page.locator("#runs-line .runname").all_inner_texts() == ["heuristic", "random"]
+    assert len(rows(page)) == len(ours)
+    keyed = {(r["task_id"], r["seed"]): r for r in theirs}
+    differ = [r for r in ours if r["success"] != keyed[(r["task_id"], r["seed"])]["success"]]
+    page.select_option("#filter-outcome", "differs")
+    assert len(rows(page)) == len(differ)
+    page.select_option("#filter-outcome", "")
+    task = "selective_verification/random-v1"
+    page.select_option("#filter-task", task)
+    first = next(r for r in ours if r["task_id"] == task)
+    other = keyed[(task, first["seed"])]
+    page.locator("#episodes tbody tr").first.click()
+    page.wait_for_selector(".run-col[data-run='1']")
+    assert page.locator("svg.curve polyline").count() == 2
+    page.click("#step-next")
+    columns = page.locator(".run-col")
+    for column, record in zip(columns.all(), (first, other), strict=True):
+        assert record["trajectory"][0]["action_text"] in column.locator(".steps").inner_text()
+        assert float(column.locator("#grade .score").inner_text()) == pytest.approx(record["score"], abs=5e-4)
+        assert column.locator("#picture").get_attribute("src") == record["trajectory"][0]["observation"]["image"]
+    watched.shot("viewer-compare")
