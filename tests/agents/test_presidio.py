@@ -89,6 +89,8 @@ def test_other_entity_types_are_dropped() -> None:
         ("Admitted ", False),
         # The birth word must be on the same line, within BIRTH_CONTEXT characters.
         ("DOB:\nSeen on ", False),
+        # Only the first number after the birth word: "DOB 1994-06-02 (our ref. 91335700)".
+        ("DOB 1994-06-02 (our ref. ", False),
         ("born in Ohio, moved to Texas and was later seen on ", False),
         # A word that merely contains the letters is not a birth word.
         ("adobe release ", False),

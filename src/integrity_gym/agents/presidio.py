@@ -16,7 +16,7 @@ DATE_TIME results). E-mails are validated against the suffix list bundled with `
 **Mapping** (:data:`ENTITY_LABELS`): EMAIL_ADDRESS→EMAIL, PHONE_NUMBER→PHONE, US_SSN→SSN,
 PERSON→NAME, LOCATION→ADDRESS, DATE_TIME→DOB only when a birth word (``born``, ``birth``,
 ``DOB``, ``birthday``) stands in the :data:`BIRTH_CONTEXT` characters before the date on the same
-line (:func:`is_birth_date`): every other date is not personal data. Every other entity type is
+line with no digit in between (:func:`is_birth_date`): every other date is not personal data. Every other entity type is
 dropped. Overlapping results keep the higher score, then the longer span.
 """
 
@@ -67,9 +67,14 @@ class Analyzer:
 
 
 def is_birth_date(text: str, start: int) -> bool:
-    """Whether a birth word stands in the ``BIRTH_CONTEXT`` characters before ``start``, same line."""
+    """Whether a birth word stands shortly before ``start``: same line, no digit in between.
+
+    Shortly: within :data:`BIRTH_CONTEXT` characters. No digit: only the first number after
+    ``DOB`` is the date of birth.
+    """
     before = text[max(0, start - BIRTH_CONTEXT) : start].rsplit("\n", 1)[-1]
-    return _BIRTH_WORD.search(before) is not None
+    words = list(_BIRTH_WORD.finditer(before))
+    return bool(words) and not any(c.isdigit() for c in before[words[-1].end() :])
 
 
 def to_labels(text: str, findings: list[Finding]) -> list[Candidate]:
@@ -134,14 +139,14 @@ def load_analyzer(model: str | None) -> Analyzer:
 class PresidioAgent(ScanningAgent):
     """Presidio's analyzer window by window (single pass); stateful per episode.
 
-    ``model`` names the spaCy pipeline; by default the first installed one of
-    :data:`SPACY_MODELS`, else a blank pipeline with pattern recognizers only.
+    ``model`` names the spaCy pipeline, or ``"blank"`` for pattern recognizers only; by default
+    the first installed one of :data:`SPACY_MODELS`, else the blank pipeline.
     """
 
     def __init__(self, spec: Any = None, seed: int = 0, *, model: str | None = None) -> None:
         super().__init__(spec, seed)
         self._last: tuple[str, list[Candidate]] | None = None
-        self.analyzer = load_analyzer(model or installed_model())
+        self.analyzer = load_analyzer(installed_model() if model is None else None if model == "blank" else model)
         self.pipeline = self.analyzer.pipeline
         mode = "pattern recognizers on a blank spaCy pipeline, no NER" if self.pipeline == "blank" else "NER"
         self.description = f"Presidio analyzer, spaCy pipeline {self.pipeline} ({mode})"
