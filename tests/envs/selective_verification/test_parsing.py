@@ -1,6 +1,8 @@
 import pytest
 
+import integrity_gym
 from integrity_gym.envs.selective_verification.parsing import AnswerParseError, parse_answer
+from integrity_gym.envs.selective_verification.prompts import ANSWER_FORMAT
 
 
 @pytest.mark.parametrize(
@@ -51,6 +53,8 @@ def test_unreadable_answers_raise_with_a_reason(text: str, message: str) -> None
         '{"verdict": "SUPPORTED", "confidence": 1, "else": {"verdict": "REFUTED", "confidence": 1}}',
         "verdict: SUPPORTED, confidence 1.0 -- or verdict: REFUTED, confidence 1.0",
         '```json\n{"verdict": "ABSTAIN"}\n``` ```json\n{"verdict": "ABSTAIN"}\n```',
+        '{"verdict": "SUPPORTED", "confidence": 0.9} or REFUTED',
+        'REFUTED. {"verdict": "REFUTED", "confidence": 0.9}',
     ],
 )
 def test_a_reply_with_several_verdicts_is_unreadable(text: str) -> None:
@@ -62,3 +66,15 @@ def test_a_reply_with_several_verdicts_is_unreadable(text: str) -> None:
 def test_prose_that_mentions_a_verdict_word_is_not_a_second_verdict() -> None:
     text = '{"verdict": "REFUTED", "confidence": 0.9, "reasoning": "the claim is not supported"}'
     assert parse_answer(text).verdict == "REFUTED"
+
+
+@pytest.mark.parametrize("confidence", ["<number in [0, 1]>", "0.5", "1"])
+def test_an_echo_of_the_answer_format_is_not_an_answer(confidence: str) -> None:
+    """A model that repeats the prompt's format line has not chosen anything (it once read as SUPPORTED)."""
+    echo = ANSWER_FORMAT.replace("<number in [0, 1]>", confidence)
+    with pytest.raises(AnswerParseError, match=r"states 3 verdicts \(SUPPORTED, REFUTED, ABSTAIN\)"):
+        parse_answer(echo)
+    env = integrity_gym.make("selective_verification/text-v1")
+    env.reset(seed=0)
+    result = env.step(echo)
+    assert result.reward == 0.0 and result.info["reward_breakdown"] == {"malformed": 0.0}

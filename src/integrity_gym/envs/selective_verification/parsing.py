@@ -5,7 +5,8 @@ extra fields (ignored), single quotes, unquoted keys, trailing commas, keys or v
 case or inflection (``supported``, ``Refutes``), a confidence given as a string or a percentage
 (``"80%"``, a whole ``80``), and as a last resort ``verdict: X`` / ``confidence: Y`` pairs
 anywhere in the text. A reply that states a verdict more than once (several JSON objects, a
-repeated key, a list of answers) is malformed even when one of them would be right: one reply,
+repeated key, a list of answers, a verdict in capitals in the prose, or an echo of the answer
+format with its three options) is malformed even when one of them would be right: one reply,
 one verdict, or stuffing every verdict in would let the reader pick the winner. Anything else
 unreadable is malformed too; the caller pays it 0, which is never more than the lowest answer
 reward.
@@ -26,6 +27,8 @@ _VERDICT_FORMS = {
     "ABSTAIN": "ABSTAIN", "ABSTAINS": "ABSTAIN", "ABSTAINED": "ABSTAIN",
 }  # fmt: skip
 _LOOSE_VERDICT = re.compile(r"verdict\W{0,4}([A-Za-z]+)", re.I)
+#: A verdict written in capitals anywhere in the reply, e.g. in an echo of the answer format.
+_CAPITAL_VERDICT = re.compile(r"(?<![A-Za-z])(" + "|".join(sorted(_VERDICT_FORMS, key=len, reverse=True)) + r")(?![A-Za-z])")
 _LOOSE_CONF = re.compile(r"confidence\W{0,4}(-?[0-9]*\.?[0-9]+)\s*(%?)", re.I)
 
 
@@ -89,7 +92,10 @@ def from_mapping(data: Any, repaired: bool = False) -> ParsedAnswer:
 
 def parse_answer(text: str) -> ParsedAnswer:
     """Parse a model's raw answer text; raise ``AnswerParseError`` saying why it is unreadable."""
-    stated = [w for w in _LOOSE_VERDICT.findall(text) if w.upper() in _VERDICT_FORMS]
+    # Where a verdict is stated: after the word "verdict" in any case, or in capitals anywhere.
+    found = {m.start(1): m.group(1) for m in _LOOSE_VERDICT.finditer(text) if m.group(1).upper() in _VERDICT_FORMS}
+    found.update({m.start(): m.group() for m in _CAPITAL_VERDICT.finditer(text)})
+    stated = [found[k] for k in sorted(found)]
     if len(stated) > 1:
         raise AnswerParseError(
             f"the answer states {len(stated)} verdicts ({', '.join(stated)}); "
