@@ -28,7 +28,7 @@ _VERDICT_FORMS = {
 }  # fmt: skip
 _LOOSE_VERDICT = re.compile(r"verdict\W{0,4}([A-Za-z]+)", re.I)
 #: A verdict written in capitals anywhere in the reply, e.g. in an echo of the answer format.
-_CAPITAL_VERDICT = re.compile(r"(?<![A-Za-z])(" + "|".join(sorted(_VERDICT_FORMS, key=len, reverse=True)) + r")(?![A-Za-z])")
+_CAPITAL_VERDICT = re.compile(rf"(?<![A-Za-z])({'|'.join(sorted(_VERDICT_FORMS, key=len, reverse=True))})(?![A-Za-z])")
 _LOOSE_CONF = re.compile(r"confidence\W{0,4}(-?[0-9]*\.?[0-9]+)\s*(%?)", re.I)
 
 
