@@ -7,6 +7,7 @@ or horizontal overflow. Screenshots go to ``<pytest's base temp>/screenshots``.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -75,8 +76,9 @@ class Watched:
         page.on("request", lambda request: self.requests.append(f"{request.method} {request.url}"))
 
     def shot(self, name: str, *, full_page: bool = False) -> Path:
-        """Save a screenshot ``<name>-<viewport>.png``; fail if the page overflows sideways."""
+        """Save a screenshot ``<name>-<viewport>.png``; fail on sideways overflow or a leaked JS placeholder."""
         self.assert_no_overflow()
+        self.assert_no_placeholders()
         path = self.folder / f"{name}-{self.viewport}.png"
         self.page.screenshot(path=str(path), full_page=full_page)
         return path
@@ -85,6 +87,11 @@ class Watched:
         """Nothing wider than the window: no sideways scrolling of the whole page."""
         widths = self.page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         assert widths[0] <= widths[1], f"the page is {widths[0]} px wide in a {widths[1]} px window"
+
+    def assert_no_placeholders(self) -> None:
+        """No missing value printed as JavaScript spells it (undefined, null, NaN, [object Object])."""
+        words = set(re.findall(r"\[object Object\]|\b(?:undefined|null|NaN)\b", self.page.inner_text("body")))
+        assert not words, f"the page shows {sorted(words)}"
 
     def assert_clean(self) -> None:
         """No console error and no uncaught exception happened on the page."""

@@ -53,6 +53,17 @@ function renderSide() {
   $("step-count").textContent = state.steps.length ? `after ${state.steps.length} step${state.steps.length > 1 ? "s" : ""}` : "no steps yet";
   $("curve").replaceChildren(state.steps.length ? returnCurve([state.steps.map((s) => s.reward)]) : "");
   $("steps").replaceChildren(...state.steps.slice().reverse().map(stepLine));
+  // On a phone the side panel is below the page: a bar at the bottom keeps the last reward in view.
+  const last = state.steps[state.steps.length - 1];
+  $("mini").hidden = !last;
+  if (last) {
+    $("mini").replaceChildren(...[
+      el("span", {}, "return ", el("b", { text: signed(state.total) })),
+      el("span", { class: "mono", text: `#${last.step} ${last.action_text} ${signed(last.reward)}` }),
+      last.error ? el("span", { class: "err", text: "rejected" }) : null,
+      state.done ? el("a", { href: "#result", text: "grade ↓" }) : null,
+    ].filter(Boolean));
+  }
 }
 
 function renderStage(observation) {

@@ -87,6 +87,8 @@ function markedText(text, start, spans) {
 }
 
 function piiView(obs, ui) {
+  // Under --profile seed001 our extra counters travel in metadata (the seed client's shape).
+  const stepsLeft = obs.steps_left ?? (obs.metadata || {}).steps_left;
   const start = obs.cursor_position;
   const text = obs.visible_text;
   const doc = el("pre", { class: "doc", id: "pii-text", tabindex: 0 }, markedText(text, start, obs.redacted_spans));
@@ -96,7 +98,7 @@ function piiView(obs, ui) {
     { class: "row" },
     el("span", { class: "chip", text: `characters ${start}–${start + text.length} of ${obs.document_length}` }),
     el("span", { class: "chip", text: `${obs.redacted_spans.length} redacted` }),
-    el("span", { class: "chip", text: `${obs.steps_left} steps left` }),
+    stepsLeft === undefined ? null : el("span", { class: "chip", text: `${stepsLeft} steps left` }),
     el("span", { class: "progress", title: `${pct}% read`, "aria-label": `${pct}% read` }, el("span", { style: { width: `${pct}%` } })),
   );
   const card = el("section", { class: "card stack", id: "observation" }, el("h2", { text: "Document window" }), head, doc);
@@ -188,7 +190,8 @@ function integrityView(obs, ui) {
       el("div", { class: "row" }, el("span", { class: "id mono", text: c.id }), statusChip(c.verification_status),
         c.verification_status !== "unverified" ? el("span", { class: "chip", text: `confidence ${fmt(c.confidence, 2)}` }) : null),
       el("div", { text: c.text })),
-    ui ? el("button", { class: "small", id: `verify-${c.id}`, onclick: () => ui.act({ type: "verify_claim", claim_id: c.id }) }, "Verify") : null,
+    ui ? el("button", { class: "small", id: `verify-${c.id}`, onclick: () => ui.act({ type: "verify_claim", claim_id: c.id }) },
+      c.verification_status === "unverified" ? "Verify" : "Verify again") : null,
   )));
   const sources = el("ul", { class: "items", id: "sources" }, obs.available_sources.map((s) => el(
     "li", { "data-source": s.id, class: s.checked ? "checked" : "" },
@@ -202,7 +205,8 @@ function integrityView(obs, ui) {
       el("div", { text: s.title }),
       s.checked ? el("div", { class: "muted mono selection", text: s.url }) : null,
       s.checked && s.text ? el("div", { class: "excerpt", text: s.text }) : null),
-    ui ? el("button", { class: "small", id: `check-${s.id}`, onclick: () => ui.act({ type: "check_source", source_id: s.id }) }, "Check") : null,
+    ui ? el("button", { class: "small", id: `check-${s.id}`, onclick: () => ui.act({ type: "check_source", source_id: s.id }) },
+      s.checked ? "Check again" : "Check") : null,
   )));
   const parts = [post, el("section", { class: "card" }, el("h2", { text: "Claims" }), claims),
     el("section", { class: "card" }, el("h2", { text: "Sources" }), sources)];
@@ -310,6 +314,14 @@ function isCount(name, value) {
   return Number.isInteger(value) && (value > 1 || /(_chars|positives|negatives|_count|steps)$/.test(name));
 }
 
+function successChip(grade) {
+  if (grade.success) return el("span", { class: "chip good", text: "success" });
+  // Where the threshold applies to a task's mean grade (selective verification), one episode never
+  // "succeeds" on its own: say so rather than call a high score a failure.
+  if (grade.score >= grade.threshold) return el("span", { class: "chip", text: "success is judged on the task's mean" });
+  return el("span", { class: "chip bad", text: "below threshold" });
+}
+
 /** Score, success, the per-dimension breakdown with bars, and explain() text when given. */
 export function gradeCard(grade, explain = null, title = "Grade") {
   const dims = Object.entries(grade.breakdown || {});
@@ -317,7 +329,7 @@ export function gradeCard(grade, explain = null, title = "Grade") {
     el("h2", { text: title }),
     el("div", { class: "row" },
       el("span", { class: "score", text: fmt(grade.score) }),
-      el("span", { class: `chip ${grade.success ? "good" : "bad"}`, text: grade.success ? "success" : "below threshold" }),
+      successChip(grade),
       el("span", { class: "muted", text: `threshold ${fmt(grade.threshold, 2)}` })),
     el("table", { class: "dims" }, el("tbody", {}, dims.map(([k, v]) => el("tr", {},
       el("td", { text: k }),

@@ -14,8 +14,9 @@ function outcome(ep) {
 function scoreCell(ep) {
   if (!ep) return el("td", { class: "muted", text: "–" });
   const o = outcome(ep);
-  return el("td", { class: "num" },
-    el("span", { class: `chip ${o === "success" ? "good" : "bad"}`, text: o === "error" ? "error" : fmt(ep.score) }));
+  // A score at the threshold without success: the task judges success on its mean (neutral colour).
+  const tone = o === "success" ? "good" : o === "failure" && ep.score >= ep.threshold ? "" : "bad";
+  return el("td", { class: "num" }, el("span", { class: `chip ${tone}`, text: o === "error" ? "error" : fmt(ep.score) }));
 }
 
 function shortLabel(label) {
@@ -134,7 +135,7 @@ function runColumn(rec, r) {
     step && step.llm ? el("details", {}, el("summary", { text: "model call" }), el("pre", { class: "json", text: JSON.stringify(step.llm, null, 2) })) : null,
     rec.error ? el("div", { class: "err", text: `episode failed: ${rec.error}` }) : null);
   const parts = [head, renderObservation(rec.env, obs, null)];
-  if (rec.grade) parts.splice(1, 0, gradeCard(rec.grade, null, "Final grade"));
+  if (rec.grade) parts.push(gradeCard(rec.grade, null, "Final grade"));
   return el("div", { class: "run-col", "data-run": r }, parts);
 }
 
