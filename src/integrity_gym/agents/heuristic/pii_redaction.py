@@ -328,9 +328,10 @@ class ScanningAgent:
 
     #: Read the whole document before redacting, when the step budget allows the return trip.
     read_ahead = False
-    #: Characters per redaction the budget must leave room for after a return trip (1 per 150
-    #: characters is twice the density of the generated documents; a tighter budget, as at narrow
-    #: windows, keeps the single pass, which needs no return trip).
+    #: Characters per redaction the budget must leave room for after a return trip. The heuristic
+    #: matches about one span per 100 (easy) to 250 (hard) characters of generated documents; a
+    #: tighter budget, as at narrow windows, keeps the single pass, which needs no return trip.
+    #: A plan that still does not fit drops the mentions of its most repeated values first.
     chars_per_redaction = 150
 
     def __init__(self, spec: Any = None, seed: int = 0) -> None:
