@@ -23,10 +23,10 @@ TASKS = "information_integrity/easy-v1,pii_redaction/gdpr_contract_easy-v1,selec
 _RUNNING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
 
 
-def bench(out: Path, agent: str) -> list[dict[str, Any]]:
+def bench(out: Path, agent: str, *extra: str) -> list[dict[str, Any]]:
     """A real run folder made by ``igym bench``; its episode records."""
     command = [sys.executable, "-m", "integrity_gym", "bench", "--tasks", TASKS, "--agent", agent]
-    command += ["--episodes", "3", "--out", str(out), "--no-db"]
+    command += ["--episodes", "3", "--out", str(out), *(extra or ("--no-db",))]
     subprocess.run(command, check=True, capture_output=True, text=True, timeout=300)
     return [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines() if line.strip()]
 
@@ -34,7 +34,11 @@ def bench(out: Path, agent: str) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list[dict[str, Any]]]]:
     folder = tmp_path_factory.mktemp("runs")
-    return {agent: (folder / agent, bench(folder / agent, agent)) for agent in ("heuristic", "random")}
+    made = {agent: (folder / agent, bench(folder / agent, agent)) for agent in ("heuristic", "random")}
+    # The same random agent's run again, recorded in a results database and without observations.
+    blind = folder / "blind"
+    made["blind"] = (blind, bench(blind, "random", "--db", str(folder / "results.sqlite"), "--no-observations"))
+    return made
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +96,14 @@ def test_api_lists_episodes_without_trajectories(runs: dict[str, tuple[Path, lis
         assert client.get("/api/episode/2/0").status_code == 404
         page = client.get("/")
         assert "run viewer" in page.text and "default-src 'self'" in page.headers["content-security-policy"]
+        assert listed[0]["database"] == {}  # a run the database does not know
+
+
+def test_api_adds_the_database_row_of_a_run(runs: dict[str, tuple[Path, list[dict[str, Any]]]]) -> None:
+    folder = runs["blind"][0]
+    with TestClient(create_viewer_app([folder], folder.parent / "results.sqlite")) as client:
+        row = client.get("/api/runs").json()["runs"][0]["database"]
+    assert row["status"] == "complete" and "bench" in row["command"] and row["created_at"]
 
 
 # ------------------------------------------------------------------ in the browser
@@ -177,3 +189,20 @@ def test_compare_two_runs_on_the_same_episodes(view: Any, runs: Any, open_page: 
         assert float(column.locator("#grade .score").inner_text()) == pytest.approx(record["score"], abs=5e-4)
         assert column.locator("#picture").get_attribute("src") == record["trajectory"][0]["observation"]["image"]
     watched.shot("viewer-compare")
+
+
+def test_a_run_without_observations_shows_actions_and_rewards(view: Any, runs: Any, open_page: Any) -> None:
+    records = runs["blind"][1]
+    watched: Watched = open_page("desktop")
+    page = watched.page
+    page.goto(view("blind"))
+    page.wait_for_selector("body[data-ready]")
+    assert "complete" not in page.inner_text("#runs-line")  # igym view was given no database here
+    page.select_option("#filter-task", "information_integrity/easy-v1")
+    record = next(r for r in records if r["task_id"] == "information_integrity/easy-v1")
+    page.locator("#episodes tbody tr").first.click()
+    page.wait_for_selector(".run-col")
+    page.click("#step-next")
+    assert record["trajectory"][0]["action_text"] in page.inner_text(".run-col .steps")
+    assert "Observation not recorded" in page.inner_text("#observation")
+    watched.shot("viewer-no-observations")
