@@ -296,13 +296,18 @@ export function renderObservation(env, obs, ui = null) {
   return el("section", { class: "card", id: "observation" }, el("pre", { class: "json", text: JSON.stringify(obs, null, 2) }));
 }
 
+function clip(text, most) {
+  return text.length > most ? `${text.slice(0, most - 1)}…` : text;
+}
+
 /** One step: action, reward, its non-zero components and the rejection message, if any. */
 export function stepLine(step) {
   const parts = Object.entries(step.reward_breakdown || {}).filter(([, v]) => v);
   return el("li", { "data-step": step.step },
     el("div", { class: "row" },
       el("span", { class: "muted", text: `#${step.step}` }),
-      el("span", { class: "mono", text: step.action_text }),
+      // A model's unreadable reply can be long: the line shows its start, the tooltip all of it.
+      el("span", { class: "mono", title: step.action_text, text: clip(step.action_text, 160) }),
       el("span", { class: `${signClass(step.reward)}`, text: signed(step.reward) }),
       step.done ? el("span", { class: "chip", text: "done" }) : null),
     parts.length ? el("div", { class: "row" }, parts.map(([k, v]) => el("span", { class: `chip ${v > 0 ? "good" : "bad"}`, text: `${k} ${signed(v)}` }))) : null,

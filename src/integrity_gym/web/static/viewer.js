@@ -20,7 +20,7 @@ function scoreCell(ep) {
 }
 
 function shortLabel(label) {
-  return label.length > 14 ? `${label.slice(0, 13)}…` : label;
+  return label.length > 12 ? `${label.slice(0, 11)}…` : label;
 }
 
 /** The task's name, with its environment small above it (ids are long for a narrow list). */
