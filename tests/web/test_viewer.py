@@ -159,6 +159,10 @@ def test_step_through_a_recorded_run(view: Any, runs: Any, open_page: Any, viewp
     assert float(page.inner_text(".run-col #grade .score")) == pytest.approx(record["score"], abs=5e-4)
     page.click("#step-prev")
     assert page.inner_text("#step-label") == f"step {len(steps) - 1} of {len(steps)}"
+    box = page.locator("svg.curve").bounding_box()
+    page.mouse.click(box["x"] + 2, box["y"] + box["height"] / 2)  # left of the first step: step 0
+    assert page.inner_text("#step-label") == f"step 0 of {len(steps)}"
+    assert page.text_content("#pii-text") == record["reset_observation"]["visible_text"]
 
 
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])

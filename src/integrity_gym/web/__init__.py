@@ -15,9 +15,10 @@ from starlette.responses import FileResponse
 
 #: Every page forbids loading anything from another origin (no CDN, fonts or scripts from
 #: elsewhere); pictures may be data URLs (selective verification's observations carry them).
+#: Framing stays allowed: a Hugging Face Space shows its app inside an iframe of another origin.
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'self'"
+    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'"
 )
 
 

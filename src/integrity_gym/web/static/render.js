@@ -343,8 +343,11 @@ export function gradeCard(grade, explain = null, title = "Grade") {
     explain ? el("p", { class: "explain", id: "explain", text: explain }) : null);
 }
 
-/** Running return by step as an inline SVG; ``series`` is a list of reward lists, ``at`` the current step. */
-export function returnCurve(series, at = null) {
+/**
+ * Running return by step as an inline SVG; ``series`` is a list of reward lists, ``at`` the current
+ * step. With ``onpick``, a click on the chart calls it with the nearest step.
+ */
+export function returnCurve(series, at = null, onpick = null) {
   const W = 480, H = 160, L = 44, R = 10, T = 10, B = 24;
   const curves = series.map((rewards) => {
     let total = 0;
@@ -367,6 +370,14 @@ export function returnCurve(series, at = null) {
     svg("text", { x: W - R, y: H - 6, "text-anchor": "end" }, `step ${steps}`),
   );
   if (at !== null) root.append(svg("line", { class: "now", x1: x(at), y1: T, x2: x(at), y2: H - B }));
+  if (onpick) {
+    root.classList.add("pickable");
+    root.addEventListener("click", (event) => {
+      const box = root.getBoundingClientRect();
+      const vx = ((event.clientX - box.left) / box.width) * W;
+      onpick(Math.max(0, Math.min(steps, Math.round(((vx - L) / (W - L - R)) * steps))));
+    });
+  }
   curves.forEach((c, k) => {
     root.append(svg("polyline", { class: `run${k}`, points: c.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" ") }));
     const i = at === null ? c.length - 1 : Math.min(at, c.length - 1);

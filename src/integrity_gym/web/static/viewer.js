@@ -144,7 +144,7 @@ function renderDetail() {
   const last = lastStep();
   const slider = el("input", { type: "range", id: "step-slider", min: 0, max: last, step: 1, value: state.at, "aria-label": "step" });
   slider.addEventListener("input", () => go(Number(slider.value)));
-  const curve = returnCurve(state.records.filter(Boolean).map((rec) => rec.trajectory.map((s) => s.reward)), state.at);
+  const curve = returnCurve(state.records.filter(Boolean).map((rec) => rec.trajectory.map((s) => s.reward)), state.at, go);
   const legend = el("div", { class: "row" }, state.runs.map((run, r) => (state.records[r] ? el("span", { class: `runname r${r}`, text: `— ${run.label}` }) : null)));
   $("detail").replaceChildren(
     el("section", { class: "card stack" },
