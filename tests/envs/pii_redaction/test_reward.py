@@ -201,3 +201,10 @@ def test_the_miss_penalty_is_per_missed_entity() -> None:
     env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v1", window_size=len(TEXT), reward_preset="default")
     env.reset(seed=0, options={"document": doc()})
     assert parts(env.step("NEXT_CHUNK")) == {"miss_penalty": pytest.approx(-0.3 * 2)}  # the email and the phone
+
+
+def test_the_skip_miss_penalty_is_per_missed_entity() -> None:
+    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v1", window_size=len(TEXT), reward_preset="default")
+    env.reset(seed=0, options={"document": doc()})
+    missed = parts(env.step("SKIP"))["skip_miss_penalty"]
+    assert missed == pytest.approx(-2 * rw.PRESETS["default"].skip_miss_penalty) and missed < 0

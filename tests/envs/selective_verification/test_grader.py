@@ -1,5 +1,6 @@
 """The grade and the summary: honest reporting is never outscored, and no figure depends on order."""
 
+import math
 import random
 
 import numpy as np
@@ -255,3 +256,15 @@ def test_the_summary_reports_repairs_and_the_expected_rewards() -> None:
         np.mean([r["optimal_expected_reward"] - r["expected_reward"] for r in rows])
     )
     assert summary["probability_mae"] == pytest.approx((0.2 + 0.5) / 2)
+
+
+def test_the_blind_reward_uses_the_rule_and_epsilon_of_the_episode() -> None:
+    """A blind prior of 0.9 on a false claim, under the log rule with epsilon 0.2: it puts 0.1 on what happened."""
+    false_item = ITEM.model_copy(update={"label": False})
+    grade = grade_answer(false_item, None, rule="log", abstain_reward=0.9, epsilon=0.2, q_star=0.6, blind_p=0.9,
+                         threshold=0.95)  # fmt: skip
+    assert grade.breakdown["blind_reward"] == pytest.approx(1.0 - math.log(0.2) / math.log(0.2))
+    assert grade.breakdown["blind_reward"] == 0.0
+    kept = grade_answer(false_item, None, rule="log", abstain_reward=0.9, epsilon=0.01, q_star=0.6, blind_p=0.9,
+                        threshold=0.95)  # fmt: skip
+    assert kept.breakdown["blind_reward"] == pytest.approx(1.0 - math.log(0.1) / math.log(0.01))

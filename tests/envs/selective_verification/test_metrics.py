@@ -80,7 +80,7 @@ def test_bad_inputs_are_refused() -> None:
         ece([0.5, 1.2], [1, 0])
     with pytest.raises(ValueError, match="confidence has 1 items but correct has 2"):
         aurc([0.5], [1, 0])
-    with pytest.raises(ValueError, match="correct must hold 0/1"):
+    with pytest.raises(ValueError, match=r"^correct must hold 0/1 \(or booleans\)$"):
         ece([0.5], [0.3])
 
 
@@ -98,7 +98,7 @@ def test_more_bad_inputs_are_refused_with_their_reason() -> None:
             ece(conf, [1] * len(conf))
     with pytest.raises(ValueError, match="answered, correct, confidence and reward must have the same length"):
         Selective.build([1, 1], [1], [0.9, 0.9], [1, 1])
-    with pytest.raises(ValueError, match="no episodes to summarise"):
+    with pytest.raises(ValueError, match=r"^no episodes to summarise$"):
         Selective.build([1], [1], [0.9], [1]).metrics(np.zeros(1))
 
 
@@ -117,3 +117,9 @@ def test_smooth_ece_of_one_item_and_a_pinned_value() -> None:
     assert smooth_ece([0.7], [1]) == pytest.approx(smooth_ece([0.7, 0.7], [1, 1]))
     # Regression pin (cell-centred grid of 512 points, reflected Gaussian kernel, fixed-point bandwidth).
     assert smooth_ece([0.55, 0.7, 0.9, 0.95], [0, 1, 1, 0]) == pytest.approx(PINNED_SMOOTH_ECE, abs=1e-12)
+
+
+def test_booleans_and_integers_are_numbers() -> None:
+    assert brier([True, False], [True, True]) == 0.5
+    assert brier([1, 0], [1, 1]) == 0.5
+    assert ece([True, True], [True, False]) == ece([1.0, 1.0], [1.0, 0.0])

@@ -207,6 +207,6 @@ def grade_reasoning(
     hit = {s.text for s in correct} & gold
     if not any(s.kind == "stance" for s in correct if s.text in hit):
         return ReasoningScore(0.0, 0.0, 0.0, tuple(unique), correct, False, "it cites no decisive source")
-    recall = len(hit) / len(gold) if gold else 0.0
+    recall = len(hit) / len(gold)  # hit is not empty, so neither is gold
     precision = len(correct) / len(unique)
     return ReasoningScore(round(recall * precision, 10), recall, precision, tuple(unique), correct, False)

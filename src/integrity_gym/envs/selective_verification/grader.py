@@ -79,7 +79,7 @@ def grade_answer(
         "needed_repair": float(bool(answer and answer.needed_repair)),
         "correct": float(correct),
         "confidence": conf,
-        "brier": (conf - float(correct)) ** 2 if answered else 0.0,
+        "brier": (conf - float(correct)) ** 2,  # 0 when not answered (conf 0, not correct)
         "claim_true": float(item.label),
         "abstain_reward": a,
         "q_star": q_star,
@@ -173,6 +173,13 @@ def _intervals(
     return out
 
 
+#: What ``summarize`` reads from every grade's breakdown.
+_SUMMARY_KEYS = frozenset(
+    {"reward", "answered", "abstained", "malformed", "needed_repair", "correct", "confidence", "abstain_reward",
+     "blind_reward", "blind_correct"}
+)  # fmt: skip
+
+
 def summarize(grades: Sequence[Grade], resamples: int = BOOTSTRAP_RESAMPLES) -> dict[str, float | None]:
     """Return dataset metrics of graded episodes of one task (``None`` where undefined).
 
@@ -183,7 +190,7 @@ def summarize(grades: Sequence[Grade], resamples: int = BOOTSTRAP_RESAMPLES) -> 
     grades = _canonical(grades)
     rows = [g.breakdown for g in grades]
     for row in rows:
-        missing = {"reward", "answered", "correct", "confidence", "abstain_reward", "blind_reward"} - set(row)
+        missing = _SUMMARY_KEYS - set(row)
         if missing:
             raise ValueError(f"a grade is not from selective_verification (missing {sorted(missing)})")
     sel = Selective.build(
@@ -212,9 +219,9 @@ def summarize(grades: Sequence[Grade], resamples: int = BOOTSTRAP_RESAMPLES) -> 
         "episodes": float(n),
         "accuracy": point["accuracy"],
         "coverage": point["coverage"],
-        "abstain_rate": float(np.mean([r.get("abstained", 0.0) for r in rows])),
-        "malformed_rate": float(np.mean([r.get("malformed", 0.0) for r in rows])),
-        "needed_repair_rate": float(np.mean([r.get("needed_repair", 0.0) for r in rows])),
+        "abstain_rate": float(np.mean([r["abstained"] for r in rows])),
+        "malformed_rate": float(np.mean([r["malformed"] for r in rows])),
+        "needed_repair_rate": float(np.mean([r["needed_repair"] for r in rows])),
         "mean_confidence": point["mean_confidence"],
         "ece": point["ece"],
         "smooth_ece": smooth_ece(sel.confidence[answered_idx], sel.correct[answered_idx]),

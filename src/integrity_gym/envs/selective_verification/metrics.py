@@ -37,6 +37,12 @@ def _harmonic(x: FloatArray) -> FloatArray:
     return out
 
 
+def _floats(values: ArrayLike) -> FloatArray:
+    """``values`` as a flat float64 array (booleans and integers included)."""
+    out: FloatArray = np.asarray(values, dtype=np.float64).ravel()
+    return out
+
+
 @dataclass(frozen=True)
 class TieGroups:
     """Answered items grouped by equal confidence, ascending; ``index`` maps items to groups."""
@@ -48,8 +54,8 @@ class TieGroups:
     @classmethod
     def build(cls, confidence: ArrayLike, correct: ArrayLike) -> TieGroups:
         """Group items by confidence (validated to lie in [0, 1])."""
-        conf = np.asarray(confidence, dtype=np.float64).ravel()
-        corr = np.asarray(correct, dtype=np.float64).ravel()
+        conf = _floats(confidence)
+        corr = _floats(correct)
         if conf.shape != corr.shape:
             raise ValueError(f"confidence has {conf.size} items but correct has {corr.size}")
         if conf.size and (not np.all(np.isfinite(conf)) or conf.min() < 0 or conf.max() > 1):
@@ -127,8 +133,8 @@ def e_aurc(confidence: ArrayLike, correct: ArrayLike) -> float | None:
 
 def brier(confidence: ArrayLike, correct: ArrayLike) -> float | None:
     """Return the mean squared gap between confidence and correctness (``None`` if no items)."""
-    conf = np.asarray(confidence, dtype=np.float64)
-    corr = np.asarray(correct, dtype=np.float64)
+    conf = _floats(confidence)
+    corr = _floats(correct)
     return float(np.mean((conf - corr) ** 2)) if conf.size else None
 
 
@@ -148,9 +154,9 @@ def _reflected_kernel(sigma: float) -> FloatArray:
 
 def smooth_ece(confidence: ArrayLike, correct: ArrayLike, weight: ArrayLike | None = None) -> float | None:
     """Return the smooth ECE (Błasiok & Nakkiran 2023) with its fixed-point bandwidth."""
-    conf = np.asarray(confidence, dtype=np.float64).ravel()
-    corr = np.asarray(correct, dtype=np.float64).ravel()
-    w = np.ones_like(conf) if weight is None else np.asarray(weight, dtype=np.float64).ravel()
+    conf = _floats(confidence)
+    corr = _floats(correct)
+    w = np.ones_like(conf) if weight is None else _floats(weight)
     total = w.sum()
     if conf.size == 0 or total <= 0:
         return None
@@ -186,10 +192,10 @@ class Selective:
     @classmethod
     def build(cls, answered: ArrayLike, correct: ArrayLike, confidence: ArrayLike, reward: ArrayLike) -> Selective:
         """Arrange per-episode values (``correct``/``confidence`` are ignored where not answered)."""
-        ans = np.asarray(answered, dtype=np.float64).ravel()
-        corr = np.asarray(correct, dtype=np.float64).ravel()
-        conf = np.asarray(confidence, dtype=np.float64).ravel()
-        rew = np.asarray(reward, dtype=np.float64).ravel()
+        ans = _floats(answered)
+        corr = _floats(correct)
+        conf = _floats(confidence)
+        rew = _floats(reward)
         if not ans.size == corr.size == conf.size == rew.size:
             raise ValueError("answered, correct, confidence and reward must have the same length")
         idx = np.flatnonzero(ans > 0)
