@@ -24,7 +24,16 @@ from tests.conftest import require_service
 from tests.server.servers import ServerProcess, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
-PEER = ROOT.parent / "shared" / "peers" / "pii_redaction_env"
+#: Seed 001's implementation, beside the checkout (../shared/peers) or, for a clone made elsewhere,
+#: in the workspace's shared folder.
+PEER = (
+    next(
+        (p for p in (ROOT.parent / "shared", Path("/work/shared")) if (p / "peers" / "pii_redaction_env").is_dir()),
+        ROOT.parent / "shared",
+    )
+    / "peers"
+    / "pii_redaction_env"
+)
 #: The venv with openenv-core 0.3.0, openai and python-dotenv (made by .ci/run).
 PEER_PYTHON = Path("/tmp/igym-peer001-venv/bin/python")
 
