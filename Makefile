@@ -79,7 +79,7 @@ fmt: $(DEV)
 	$(BIN)/ruff check --fix src tests benchmarks
 
 clean:
-	rm -rf $(VENV) outputs .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) outputs .mypy_cache .ruff_cache .pytest_cache mutants build
 
 # Mutation testing of the scoring code ([tool.mutmut] in pyproject.toml lists the modules; docs/mutation.md
 # says how to read it). MUTANTS narrows the run to mutant-name globs, e.g. MUTANTS='integrity_gym.core.spans*';
