@@ -210,3 +210,21 @@ def test_a_run_without_observations_shows_actions_and_rewards(view: Any, runs: A
     assert record["trajectory"][0]["action_text"] in page.inner_text(".run-col .steps")
     assert "Observation not recorded" in page.inner_text("#observation")
     watched.shot("viewer-no-observations")
+
+
+def test_a_long_run_lists_its_first_rows_only(
+    runs: Any, open_page: Any, view: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    folder, records = runs["random"]
+    long_run = tmp_path_factory.mktemp("long") / "random"
+    long_run.mkdir()
+    (long_run / "summary.json").write_text((folder / "summary.json").read_text())
+    copies = [{**records[0], "seed": seed, "index": seed} for seed in range(600)]
+    (long_run / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in copies))
+    runs["long"] = (long_run, copies)
+    watched: Watched = open_page("desktop")
+    page = watched.page
+    page.goto(view("long"))
+    page.wait_for_selector("body[data-ready]")
+    assert len(rows(page)) == 500 and page.inner_text("#count") == "600 of 600 episodes"
+    assert "first 500" in page.inner_text("#more")

@@ -3,6 +3,7 @@
 import { el, fmt, gradeCard, renderObservation, returnCurve, signed, stepLine } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
+const MAX_ROWS = 500;
 const state = { runs: [], rows: [], shown: [], open: null, records: [], at: 0 };
 
 function outcome(ep) {
@@ -75,7 +76,9 @@ function renderList() {
   const head = el("tr", {}, el("th", { text: "task" }), el("th", { class: "num", text: "seed" }),
     ...state.runs.flatMap((run, r) => [el("th", { class: `runname r${r}`, title: run.label, text: withReturn ? "grade" : shortLabel(run.label) }),
       withReturn ? el("th", { class: "num", text: "return" }) : null]));
-  const body = el("tbody", {}, state.shown.map((row) => el("tr", {
+  // A table of many thousand rows makes the page slow: show the first ones, the filters narrow.
+  const listed = state.shown.slice(0, MAX_ROWS);
+  const body = el("tbody", {}, listed.map((row) => el("tr", {
     "data-key": row.key, class: state.open && state.open.key === row.key ? "selected" : "", onclick: () => openRow(row),
   },
   taskCell(row.task_id), el("td", { class: "num", text: row.epoch ? `${row.seed} (epoch ${row.epoch})` : String(row.seed) }),
@@ -83,6 +86,9 @@ function renderList() {
   $("list").replaceChildren(state.shown.length
     ? el("div", { class: "tablewrap" }, el("table", { class: "eps", id: "episodes" }, el("thead", {}, head), body))
     : el("div", { class: "empty", text: "No episode matches these filters." }));
+  if (listed.length < state.shown.length) {
+    $("list").append(el("div", { class: "muted", id: "more", text: `The first ${listed.length} are listed; choose a task or an outcome to see the others.` }));
+  }
   const params = new URLSearchParams();
   if ($("filter-task").value) params.set("task", $("filter-task").value);
   if ($("filter-outcome").value) params.set("outcome", $("filter-outcome").value);
