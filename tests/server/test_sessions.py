@@ -13,7 +13,7 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from integrity_gym.client import RemoteEnv, ServerCapacityError, SessionLostError
+from integrity_gym.client import RemoteEnv, RetryPolicy, ServerCapacityError, SessionLostError
 from tests.server.episodes import SPECS
 from tests.server.servers import ServerProcess, running_server
 
@@ -50,16 +50,17 @@ def test_capacity_is_enforced_with_a_clear_error_and_freed_by_close() -> None:
         assert reply["type"] == "error" and reply["data"]["code"] == "CAPACITY_REACHED"
         ws.close()
         assert ws.close_code == 1013 or ws.protocol.close_rcvd is not None
-        with (
-            RemoteEnv(srv.url, MINIMAL, spec=SPECS[MINIMAL]) as env,
-            pytest.raises(ServerCapacityError, match="sessions"),
-        ):
-            env.reset()
-        with (
-            RemoteEnv(srv.url, MINIMAL, spec=SPECS[MINIMAL], transport="http") as env,
-            pytest.raises(ServerCapacityError, match="sessions"),
-        ):
-            env.reset()
+        # The clients try again (three attempts) after the wait the server asks for, then give up.
+        waits: dict[str, list[float]] = {"ws": [], "http": []}
+        for transport, recorded in waits.items():
+            policy = RetryPolicy(sleep=recorded.append)
+            with (
+                RemoteEnv(srv.url, MINIMAL, spec=SPECS[MINIMAL], transport=transport, retries=policy) as env,
+                pytest.raises(ServerCapacityError, match="sessions"),
+            ):
+                env.reset()
+        assert waits["http"] == [1.0, 1.0]  # Retry-After: 1
+        assert len(waits["ws"]) == 2  # the error frame has no Retry-After: back-off
         assert http.delete(f"/minimal/session/{ids[0]}").status_code == 200
         assert http.post("/minimal/reset", json={}).status_code == 200
 
