@@ -163,6 +163,13 @@ def test_step_through_a_recorded_run(view: Any, runs: Any, open_page: Any, viewp
     page.mouse.click(box["x"] + 2, box["y"] + box["height"] / 2)  # left of the first step: step 0
     assert page.inner_text("#step-label") == f"step 0 of {len(steps)}"
     assert page.text_content("#pii-text") == record["reset_observation"]["visible_text"]
+    track = page.locator("#step-slider").bounding_box()  # drag the slider from its start to its end
+    page.mouse.move(track["x"] + 4, track["y"] + track["height"] / 2)
+    page.mouse.down()
+    for fraction in (0.25, 0.5, 0.75, 1.0):
+        page.mouse.move(track["x"] + fraction * track["width"], track["y"] + track["height"] / 2, steps=3)
+    page.mouse.up()
+    assert page.inner_text("#step-label") == f"step {len(steps)} of {len(steps)}"
 
 
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])

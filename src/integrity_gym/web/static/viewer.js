@@ -119,7 +119,7 @@ function lastStep() {
 
 function go(at) {
   state.at = Math.max(0, Math.min(lastStep(), at));
-  renderDetail();
+  update();
 }
 
 function runColumn(rec, r) {
@@ -145,24 +145,36 @@ function runColumn(rec, r) {
   return el("div", { class: "run-col", "data-run": r }, parts);
 }
 
+/** The episode's frame (title, stepper, chart, columns), built once per episode; ``update`` fills it. */
 function renderDetail() {
   const row = state.open;
   const last = lastStep();
+  // The slider stays the same element while the step changes, so dragging it keeps working.
   const slider = el("input", { type: "range", id: "step-slider", min: 0, max: last, step: 1, value: state.at, "aria-label": "step" });
   slider.addEventListener("input", () => go(Number(slider.value)));
-  const curve = returnCurve(state.records.filter(Boolean).map((rec) => rec.trajectory.map((s) => s.reward)), state.at, go);
   const legend = el("div", { class: "row" }, state.runs.map((run, r) => (state.records[r] ? el("span", { class: `runname r${r}`, text: `— ${run.label}` }) : null)));
   $("detail").replaceChildren(
     el("section", { class: "card stack" },
       el("h2", { text: `${row.task_id} · seed ${row.seed}${row.epoch ? ` · epoch ${row.epoch}` : ""}` }),
       el("div", { class: "stepper" },
-        el("button", { id: "step-prev", onclick: () => go(state.at - 1), disabled: state.at === 0, "aria-label": "previous step" }, "◀ prev"),
+        el("button", { id: "step-prev", onclick: () => go(state.at - 1), "aria-label": "previous step" }, "◀ prev"),
         slider,
-        el("button", { id: "step-next", onclick: () => go(state.at + 1), disabled: state.at >= last, "aria-label": "next step" }, "next ▶"),
-        el("span", { class: "muted", id: "step-label", text: `step ${state.at} of ${last}` })),
-      curve, state.runs.length > 1 ? legend : null),
-    el("div", { class: "runs" }, state.records.map(runColumn)),
+        el("button", { id: "step-next", onclick: () => go(state.at + 1), "aria-label": "next step" }, "next ▶"),
+        el("span", { class: "muted", id: "step-label" })),
+      el("div", { id: "curve" }), state.runs.length > 1 ? legend : null),
+    el("div", { class: "runs", id: "columns" }),
   );
+  update();
+}
+
+function update() {
+  const last = lastStep();
+  $("step-slider").value = String(state.at);
+  $("step-prev").disabled = state.at === 0;
+  $("step-next").disabled = state.at >= last;
+  $("step-label").textContent = `step ${state.at} of ${last}`;
+  $("curve").replaceChildren(returnCurve(state.records.filter(Boolean).map((rec) => rec.trajectory.map((s) => s.reward)), state.at, go));
+  $("columns").replaceChildren(...state.records.map(runColumn));
 }
 
 async function init() {
