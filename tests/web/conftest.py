@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from integrity_gym.server.security import ADMIN_HEADER
 from tests.conftest import require_service
 
 #: The two windows every page is checked in: a laptop and a phone.
@@ -67,13 +68,21 @@ class Watched:
         self.viewport = viewport
         self.errors: list[str] = []
         self.requests: list[str] = []
+        #: Requests that presented a token (the pages never should: they know none).
+        self.credentials: list[str] = []
         self.folder = screenshots
         page.on(
             "console",
             lambda msg: self.errors.append(f"console.{msg.type}: {msg.text}") if msg.type == "error" else None,
         )
         page.on("pageerror", lambda exc: self.errors.append(f"uncaught: {exc}"))
-        page.on("request", lambda request: self.requests.append(f"{request.method} {request.url}"))
+        page.on("request", self._record)
+
+    def _record(self, request: Any) -> None:
+        self.requests.append(f"{request.method} {request.url}")
+        headers = request.headers
+        if "authorization" in headers or ADMIN_HEADER in headers:
+            self.credentials.append(request.url)
 
     def shot(self, name: str, *, full_page: bool = False) -> Path:
         """Save a screenshot ``<name>-<viewport>.png``; fail on sideways overflow or a leaked JS placeholder."""

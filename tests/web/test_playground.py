@@ -8,6 +8,7 @@ messages, and respect the server's capacity and lost sessions.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
@@ -77,9 +78,10 @@ def check_end(watched: Watched, env: Any, total: float, name: str) -> None:
         assert page.locator("#grade table.dims td", has_text=dimension).count() >= 1
     assert page.locator("#ended").count() == 1 and page.locator("#stage button").count() == 0
     watched.shot(f"{name}-graded", full_page=True)
-    # Only the public API: never the full state, and the grade only after the last step.
+    # Only the public API: never the full state, no token, and the grade only after the last step.
     calls = [r for r in watched.requests if "/web/static/" not in r]
     assert not [r for r in calls if "/state" in r], calls
+    assert watched.credentials == []
     last_step = max(i for i, r in enumerate(calls) if r.startswith("POST") and r.endswith("/step"))
     graded = [i for i, r in enumerate(calls) if "/grade/" in r or "/api/explain/" in r]
     assert len(graded) == 2 and min(graded) > last_step, calls
@@ -267,6 +269,18 @@ def test_a_lost_session_says_so(server: ServerProcess, open_page: Any) -> None:
     page.wait_for_selector("#banner:not([hidden])")
     assert "SESSION_NOT_FOUND" in page.inner_text("#banner") and "Start the episode again" in page.inner_text("#banner")
     watched.errors = [e for e in watched.errors if "404" not in e]  # the browser logs the failed fetch itself
+
+
+def test_a_session_reaped_after_its_ttl(open_page: Any) -> None:
+    with running_server(["--session-ttl", "1"], cli=True) as quick:
+        watched = open_page("desktop")
+        page = start(watched, quick.url, "information_integrity/easy-v1", 0)
+        time.sleep(3)  # idle past the TTL: the server's reaper closes the session
+        page.click("#verify-claim_1")
+        page.wait_for_selector("#banner:not([hidden])")
+        assert "SESSION_NOT_FOUND" in page.inner_text("#banner")
+        assert page.locator("#steps > li").count() == 0
+        watched.errors = [e for e in watched.errors if "404" not in e]
 
 
 def test_one_environment_server_at_capacity(open_page: Any) -> None:
