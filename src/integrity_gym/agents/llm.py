@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from integrity_gym.agents.prompts import ActionReadError, PromptAdapter, get_adapter
+from integrity_gym.agents.prompts import ActionReadError, PromptAdapter, get_adapter, text_of
 from integrity_gym.core.env import describe_validation_error
 from integrity_gym.core.replies import ReplyParseError, lower_keys, parse_reply
 
@@ -191,7 +191,7 @@ class LLMAgent:
         system = self.adapter.system(self.spec, observation)
         user = self.adapter.user(observation, self._feedback)
         if not self._images and not isinstance(user, str):
-            user = self.adapter.text_only(observation) or _text_of(user)
+            user = self.adapter.text_only(observation) or text_of(user)
         started = time.perf_counter()
         text, usage, attempts = self._complete(system, user, observation)
         latency = time.perf_counter() - started
@@ -244,7 +244,7 @@ class LLMAgent:
                 # The endpoint works but refuses a feature: ask again more simply.
                 if not isinstance(user, str) and _is_image_refusal(exc):
                     self._images = False
-                    user = self.adapter.text_only(observation) or _text_of(user)
+                    user = self.adapter.text_only(observation) or text_of(user)
                     continue
                 if exc.status_code in (400, 422) and self._format != "none" and _is_format_refusal(exc):
                     self._format = _FORMAT_LADDER[_FORMAT_LADDER.index(self._format) + 1]
@@ -277,10 +277,3 @@ class LLMAgent:
         elif self._format == "json_object":
             kwargs["response_format"] = {"type": "json_object"}
         return kwargs
-
-
-def _text_of(content: Any) -> str:
-    """The text parts of OpenAI content parts, joined."""
-    if isinstance(content, str):
-        return content
-    return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")

@@ -18,6 +18,13 @@ from integrity_gym.core.registry import TaskSpec
 UserContent = str | list[dict[str, Any]]
 
 
+def text_of(content: UserContent) -> str:
+    """The text parts of a message's content, joined (the content itself when it is text)."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(part.get("text", "")) for part in content if part.get("type") == "text")
+
+
 class ActionReadError(ValueError):
     """A decoded reply that is not an action of the environment; the message says why."""
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from integrity_gym.agents.llm import read_action
-from integrity_gym.agents.prompts import PromptAdapter, UserContent, get_adapter
+from integrity_gym.agents.prompts import PromptAdapter, UserContent, get_adapter, text_of
 from integrity_gym.core.registry import get_spec, make
 from integrity_gym.core.types import Grade, StepResult
 
@@ -30,13 +30,6 @@ def read_reply(adapter: PromptAdapter, text: str, observation: Any) -> tuple[Any
     """
     action, _parse, error = read_action(adapter, text, observation)
     return action, error
-
-
-def text_of(content: UserContent) -> str:
-    """The text parts of a message's content, joined (the content itself when it is text)."""
-    if isinstance(content, str):
-        return content
-    return "\n".join(str(part.get("text", "")) for part in content if part.get("type") == "text")
 
 
 class EnvEpisode:
