@@ -106,6 +106,11 @@ async function start(event) {
     renderStage(reply.observation);
     renderSide();
   } catch (error) {
+    // The episode shown before (if any) was closed above: clear it, its buttons and its grade.
+    Object.assign(state, { steps: [], total: 0, done: false });
+    $("stage").replaceChildren(el("div", { class: "card empty", text: "No episode is running." }));
+    $("result").replaceChildren();
+    renderSide();
     showError(error);
   } finally {
     setBusy(false);
