@@ -143,6 +143,7 @@ def test_play_pii_redaction(server: ServerProcess, open_page: Any, viewport: str
         total, n = total + result.reward, n + 1
         wait_steps(page, n)
         check_last_step(page, f"REDACT({entity.start},{entity.end},{entity.label})", result.reward)
+        assert page.input_value("#redact-label") == entity.label  # the label chosen stays chosen
     assert page.locator("#pii-text mark").all_text_contents() == [
         env.observation().visible_text[e.start : e.end] for e in gold
     ]
@@ -178,6 +179,10 @@ def test_play_information_integrity(server: ServerProcess, open_page: Any, viewp
     for sid in sources:  # nothing about a source is shown before it is checked
         assert page.locator(f"[data-source={sid}] .chip").all_inner_texts() == ["not checked"]
     assert page.inner_text("#observation blockquote") == env.observation().content
+    claim = env.observation().claims[0]
+    reasoning = f"harm is {env.observation().harm_level}."
+    page.locator("#reasoning").press_sequentially(reasoning)  # typed early: it must survive the steps
+    assert page.is_disabled("#act-decide")  # no decision chosen yet
     total, n = 0.0, 0
     actions: list[tuple[str, dict[str, Any]]] = [
         ("#verify-claim_1", {"type": "verify_claim", "claim_id": "claim_1"}),
@@ -200,10 +205,11 @@ def test_play_information_integrity(server: ServerProcess, open_page: Any, viewp
             assert view.text is not None and view.text in page.inner_text(f"[data-source={view.id}]")
         else:
             assert chips == ["not checked"]
-    watched.shot("information_integrity-playing")
-    reasoning = f"claim_1 is {claim.verification_status}. harm is {obs.harm_level}."
+    assert page.input_value("#reasoning") == reasoning
     page.check("#decision-remove")
-    page.locator("#reasoning").press_sequentially(reasoning)
+    page.locator("#reasoning").press_sequentially(f" claim_1 is {claim.verification_status}.")
+    reasoning += f" claim_1 is {claim.verification_status}."
+    watched.shot("information_integrity-playing")
     page.click("#act-decide")
     result = env.step({"type": "decide", "decision": "remove", "reasoning": reasoning})
     total, n = total + result.reward, n + 1

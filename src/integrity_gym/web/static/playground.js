@@ -7,7 +7,7 @@ const $ = (id) => document.getElementById(id);
 const api = (path) => new URL(`../${path}`, window.location.href).toString();
 const own = (path) => new URL(path, window.location.href).toString();
 
-const state = { tasks: [], env: null, task: null, sid: null, steps: [], total: 0, done: false, busy: false, schemas: {} };
+const state = { tasks: [], env: null, task: null, sid: null, steps: [], total: 0, done: false, busy: false, schemas: {}, draft: {} };
 
 /** Fetch JSON; an error reply throws with the server's message (detail) and code. */
 async function call(url, options = {}) {
@@ -67,7 +67,7 @@ function renderSide() {
 }
 
 function renderStage(observation) {
-  const ui = state.done ? null : { act, enums: state.enums };
+  const ui = state.done ? null : { act, enums: state.enums, draft: state.draft };
   const view = renderObservation(state.env, observation, ui);
   $("stage").replaceChildren(view);
   if (state.done) $("stage").prepend(el("div", { class: "card muted", id: "ended", text: "The episode has ended. Start another one above." }));
@@ -95,7 +95,7 @@ async function start(event) {
     const reply = await call(api(`${spec.env}/reset`), { method: "POST", body: JSON.stringify({ task: spec.id, seed }) });
     const schema = state.schemas[spec.env];
     Object.assign(state, {
-      env: spec.env, task: spec, sid: reply.session_id, steps: [], total: 0, done: Boolean(reply.done),
+      env: spec.env, task: spec, sid: reply.session_id, steps: [], total: 0, done: Boolean(reply.done), draft: {},
       enums: { label: enumOf(schema, "label"), action_type: enumOf(schema, "action_type"), decision: enumOf(schema, "decision"), verdict: enumOf(schema, "verdict") },
     });
     $("result").replaceChildren();

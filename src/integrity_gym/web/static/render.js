@@ -110,6 +110,8 @@ function piiView(obs, ui) {
   const startIn = el("input", { type: "number", id: "redact-start", min: 0, "aria-label": "start offset" });
   const endIn = el("input", { type: "number", id: "redact-end", min: 0, "aria-label": "end offset" });
   const label = el("select", { id: "redact-label", "aria-label": "label" }, ui.enums.label.map((l) => el("option", { value: l, text: l })));
+  if (ui.draft.label) label.value = ui.draft.label; // the last label chosen stays chosen
+  label.addEventListener("change", () => { ui.draft.label = label.value; });
   const shown = el("div", { class: "selection muted", id: "redact-selection", text: "Select text in the window to redact it." });
   const redact = el("button", {
     class: "primary", id: "act-REDACT", disabled: true,
@@ -211,18 +213,22 @@ function integrityView(obs, ui) {
   const parts = [post, el("section", { class: "card" }, el("h2", { text: "Claims" }), claims),
     el("section", { class: "card" }, el("h2", { text: "Sources" }), sources)];
   if (ui) {
-    const name = "decision";
+    // What the person has chosen and typed survives the re-render after each step (ui.draft).
+    const draft = ui.draft;
     const reasoning = el("textarea", { id: "reasoning", placeholder: "Reasoning, e.g. “src_2 refutes claim_1. claim_1 is false. harm is high.”" });
-    const choices = el("div", { class: "choices" }, ui.enums.decision.map((d, i) => el(
-      "label", {}, el("input", { type: "radio", name, value: d, id: `decision-${d}`, checked: i === 0 }), d)));
-    parts.push(el("section", { class: "card stack", id: "decide" },
-      el("h2", { text: "Decide" }), choices, reasoning,
-      el("button", { class: "primary", id: "act-decide", onclick: () => {
-        const chosen = choices.querySelector("input:checked");
-        const action = { type: "decide", decision: chosen ? chosen.value : null };
-        if (reasoning.value.trim()) action.reasoning = reasoning.value;
-        ui.act(action);
-      } }, "Decide")));
+    reasoning.value = draft.reasoning || "";
+    reasoning.addEventListener("input", () => { draft.reasoning = reasoning.value; });
+    const decide = el("button", { class: "primary", id: "act-decide", disabled: !draft.decision, onclick: () => {
+      const action = { type: "decide", decision: draft.decision };
+      if (reasoning.value.trim()) action.reasoning = reasoning.value;
+      ui.act(action);
+    } }, "Decide");
+    const choices = el("div", { class: "choices", role: "radiogroup", "aria-label": "decision" }, ui.enums.decision.map((d) => el(
+      "label", {}, el("input", {
+        type: "radio", name: "decision", value: d, id: `decision-${d}`, checked: draft.decision === d,
+        onchange: () => { draft.decision = d; decide.disabled = false; delete decide.dataset.off; },
+      }), d)));
+    parts.push(el("section", { class: "card stack", id: "decide" }, el("h2", { text: "Decide" }), choices, reasoning, decide));
   }
   if (obs.interaction_history.length) {
     parts.push(el("section", { class: "card" }, el("h2", { text: "History" }), el("table", { class: "hist" },
