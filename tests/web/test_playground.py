@@ -72,6 +72,13 @@ def check_end(watched: Watched, env: Any, total: float, name: str) -> None:
     page.wait_for_selector("#grade")
     grade = env.grade()
     assert number(page.inner_text("#grade .score")) == pytest.approx(grade.score, abs=5e-4)
+    verdict = page.locator("#grade .chip").first.inner_text()
+    if grade.success:
+        assert verdict == "success"
+    else:  # reaching the threshold is not always success, and the page must not say it is
+        assert verdict == (
+            "threshold reached, not counted a success" if grade.score >= grade.threshold else "below threshold"
+        )
     assert page.inner_text("#explain") == env.explain()
     assert number(page.inner_text("#return")) == pytest.approx(total, abs=5e-4)
     for dimension in grade.breakdown:
@@ -120,7 +127,7 @@ def drag_select(page: Any, start: int, end: int) -> None:
 
 @pytest.mark.parametrize("viewport", VIEWPORT_NAMES)
 def test_play_pii_redaction(server: ServerProcess, open_page: Any, viewport: str) -> None:
-    task, seed = "pii_redaction/gdpr_contract_easy-v1", 0
+    task, seed = "pii_redaction/gdpr_contract_easy-v2", 0
     env = local_env(task, seed)
     window = env.observation().window_size
     gold = [e for e in env.state().document.entities if e.end <= window][:2]
@@ -263,7 +270,7 @@ def test_play_selective_verification(
 def test_a_lost_session_says_so(server: ServerProcess, open_page: Any) -> None:
     watched = open_page("desktop")
     page = watched.page
-    page.goto(f"{server.url}/web/?task=pii_redaction/gdpr_contract_easy-v1&seed=1")
+    page.goto(f"{server.url}/web/?task=pii_redaction/gdpr_contract_easy-v2&seed=1")
     page.wait_for_selector("body[data-ready]")
     with page.expect_response(lambda r: r.url.endswith("/pii_redaction/reset")) as reply:
         page.click("#start")
@@ -294,7 +301,7 @@ def test_one_environment_server_at_capacity(open_page: Any) -> None:
         ["--root", "pii_redaction", "--tasks", "pii_redaction/*", "--max-sessions", "1"], cli=True
     ) as one:
         first = open_page("desktop")
-        page = start(first, one.url, "pii_redaction/gdpr_contract_easy-v1", 0)
+        page = start(first, one.url, "pii_redaction/gdpr_contract_easy-v2", 0)
         options = page.locator("#task option").all_inner_texts()
         assert options and all(o.startswith("pii_redaction/") for o in options)
         second = open_page("desktop")

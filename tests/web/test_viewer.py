@@ -19,7 +19,7 @@ from integrity_gym.cli import app as cli_app
 from integrity_gym.web.viewer import create_viewer_app
 from tests.web.conftest import Watched
 
-TASKS = "information_integrity/easy-v1,pii_redaction/gdpr_contract_easy-v1,selective_verification/random-v1"
+TASKS = "information_integrity/easy-v1,pii_redaction/gdpr_contract_easy-v2,selective_verification/random-v1"
 _RUNNING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
 
 
@@ -125,7 +125,7 @@ def test_step_through_a_recorded_run(view: Any, runs: Any, open_page: Any, viewp
     page.goto(view("heuristic"))
     page.wait_for_selector("body[data-ready]")
     assert len(rows(page)) == len(records)
-    task = "pii_redaction/gdpr_contract_easy-v1"
+    task = "pii_redaction/gdpr_contract_easy-v2"
     page.select_option("#filter-task", task)
     mine = [r for r in records if r["task_id"] == task]
     assert [k.split("\0")[1] for k in rows(page)] == [str(r["seed"]) for r in mine]

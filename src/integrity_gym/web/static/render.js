@@ -234,7 +234,7 @@ function integrityView(obs, ui) {
     parts.push(el("section", { class: "card" }, el("h2", { text: "History" }), el("table", { class: "hist" },
       el("tbody", {}, obs.interaction_history.map((h) => el("tr", {},
         el("td", { text: String(h.step) }), el("td", { class: "mono", text: h.action }), el("td", { text: h.outcome }),
-        el("td", { class: signClass(h.reward), text: signed(h.reward) })))))));
+        el("td", { class: `num ${signClass(h.reward)}`, text: signed(h.reward) })))))));
   }
   return el("div", {}, parts);
 }
@@ -327,9 +327,9 @@ function isCount(name, value) {
 
 function successChip(grade) {
   if (grade.success) return el("span", { class: "chip good", text: "success" });
-  // Where the threshold applies to a task's mean grade (selective verification), one episode never
-  // "succeeds" on its own: say so rather than call a high score a failure.
-  if (grade.score >= grade.threshold) return el("span", { class: "chip", text: "success is judged on the task's mean" });
+  // Reaching the threshold is not always success (selective verification judges success on a
+  // task's mean; information_integrity also asks for sound reasoning): say just that.
+  if (grade.score >= grade.threshold) return el("span", { class: "chip warn", text: "threshold reached, not counted a success" });
   return el("span", { class: "chip bad", text: "below threshold" });
 }
 

@@ -15,7 +15,8 @@ function outcome(ep) {
 function scoreCell(ep) {
   if (!ep) return el("td", { class: "muted", text: "–" });
   const o = outcome(ep);
-  // A score at the threshold without success: the task judges success on its mean (neutral colour).
+  // A score at the threshold without success (success judged on the task's mean, or another
+  // condition unmet): neither green nor red.
   const tone = o === "success" ? "good" : o === "failure" && ep.score >= ep.threshold ? "" : "bad";
   return el("td", { class: "num" }, el("span", { class: `chip ${tone}`, text: o === "error" ? "error" : fmt(ep.score) }));
 }
