@@ -31,6 +31,7 @@ from integrity_gym.envs.selective_verification.models import (
     VERDICTS,
     AnswerRecord,
     Item,
+    Scene,
     ScoringRule,
     Split,
     VerificationAction,
@@ -41,6 +42,8 @@ from integrity_gym.envs.selective_verification.parsing import AnswerParseError, 
 from integrity_gym.envs.selective_verification.pope import PopeSource, data_url, image_png
 from integrity_gym.envs.selective_verification.prompts import system_prompt
 from integrity_gym.envs.selective_verification.reward import answer_reward, malformed_reward
+from integrity_gym.envs.selective_verification.scenes import encode_png
+from integrity_gym.envs.selective_verification.scenes import render as render_scene
 from integrity_gym.envs.selective_verification.scoring import (
     DEFAULT_EPSILON,
     check_abstain_reward,
@@ -136,6 +139,36 @@ def blind_prior(config: VerificationConfig) -> dict[str, float]:
     return label_rate_by_claim([_claim_label(source, i) for i in range(n)])
 
 
+def picture(item: Item) -> tuple[str, int, int]:
+    """Return an image item's picture as a PNG data URL, with its width and height.
+
+    Drawn on demand: a session keeps no picture of its own (a 192-pixel picture is ~110 KB as a
+    data URL, more than everything else an idle session holds). The pictures drawn last are
+    shared by every session of the process, so a reset and the step after it draw once.
+    """
+    if item.scene is not None:
+        return _scene_picture(item.scene)
+    if item.image_path is not None:
+        return _file_picture(item.image_path)
+    raise ValueError(f"image item {item.item_id} has neither a scene nor an image file")
+
+
+#: Pictures kept for the whole process (about 110 KB each at 192 pixels), least recently used dropped.
+PICTURE_CACHE_SIZE = 64
+
+
+@lru_cache(maxsize=PICTURE_CACHE_SIZE)
+def _scene_picture(scene: Scene) -> tuple[str, int, int]:
+    # Keyed by the whole scene (not the item id): a loaded state may carry any scene.
+    return data_url(encode_png(render_scene(scene))), scene.width, scene.height
+
+
+@lru_cache(maxsize=PICTURE_CACHE_SIZE)
+def _file_picture(path: str) -> tuple[str, int, int]:
+    png, width, height = image_png(path)
+    return data_url(png), width, height
+
+
 def _item_id(source: Source, index: int) -> str:
     if isinstance(source, GeneratedSource):
         return source.draft(index).item_id
@@ -167,7 +200,6 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
         self._steps = 0
         self._pending_raw: str | None = None
         self._pending_repair = False
-        self._image_cache: tuple[str, str, int, int] | None = None
 
     @property
     def num_items(self) -> int:
@@ -303,22 +335,10 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
             raise RuntimeError("no item loaded; call reset()")
         return self._item
 
-    def _image(self, item: Item) -> tuple[str, int, int]:
-        if self._image_cache and self._image_cache[0] == item.item_id:
-            return self._image_cache[1:]
-        if item.scene is not None:
-            png, width, height = png_bytes(item), item.scene.width, item.scene.height
-        elif item.image_path is not None:
-            png, width, height = image_png(item.image_path)
-        else:
-            raise ValueError(f"image item {item.item_id} has neither a scene nor an image file")
-        self._image_cache = (item.item_id, data_url(png), width, height)
-        return self._image_cache[1:]
-
     def _observation(self) -> VerificationObservation:
         item = self._require_item()
         cfg = self.config
-        url, width, height = self._image(item) if item.modality == "image" else (None, None, None)
+        url, width, height = picture(item) if item.modality == "image" else (None, None, None)
         return VerificationObservation(
             task_id=self.spec.id,
             done=self._is_done(),
@@ -391,7 +411,6 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
         self.config = validate_config(VerificationConfig, state.config)
         self._seed, self._index, self._item = state.seed, state.index, state.item
         self._answer, self._steps = state.answer, state.step_count
-        self._image_cache = None
 
     def _grade(self) -> Grade:
         item = self._require_item()
