@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
+from functools import lru_cache
+from itertools import accumulate
 from random import Random
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from faker import Faker
 
@@ -42,6 +45,12 @@ class E(NamedTuple):
 Slot = str | E
 T = TypeVar("T")
 _SLOT = re.compile(r"\{(\w+)\}")
+
+
+@lru_cache(maxsize=4096)
+def _pieces(template: str) -> tuple[str, ...]:
+    """``template`` split into text, slot name, text, ..., text (templates are few and reused)."""
+    return tuple(_SLOT.split(template))
 
 
 class Builder:
@@ -76,15 +85,14 @@ class Builder:
 
     def fill(self, template: str, ctx: dict[str, Slot]) -> None:
         """Append ``template`` with each ``{key}`` replaced by ``ctx[key]`` (entities tracked)."""
-        pos = 0
-        for match in _SLOT.finditer(template):
-            self.text(template[pos : match.start()])
-            key = match.group(1)
+        pieces = _pieces(template)
+        self.text(pieces[0])
+        for i in range(1, len(pieces), 2):
+            key = pieces[i]
             if key not in ctx:
                 raise KeyError(f"template slot {key!r} has no value")
             self.add(ctx[key])
-            pos = match.end()
-        self.text(template[pos:])
+            self.text(pieces[i + 1])
 
     def result(self) -> tuple[str, tuple[Entity, ...]]:
         """Return the finished text and its entities."""
@@ -99,14 +107,44 @@ def faker_for(seed: int) -> Faker:
     fake: Faker | None = getattr(_local, "faker", None)
     if fake is None:
         fake = Faker("en_US")
+        for provider in fake.factories[0].providers:
+            if getattr(provider, "__use_weighting__", False):
+                provider.random_element = _cumulative_draw(provider.random_element, provider.generator)
         _local.faker = fake
     fake.seed_instance(seed)
     return fake
 
 
+#: OrderedDict id -> (the dict, its keys, their cumulative weights), computed once per table.
+_CUMULATIVE: dict[int, tuple[OrderedDict[Any, float], tuple[Any, ...], list[float]]] = {}
+
+
+def _cumulative_draw(original: Callable[..., Any], generator: Any) -> Callable[..., Any]:
+    """Faker's weighted ``random_element`` with the cumulative weights of each table kept.
+
+    Faker draws from a weighted table (first names, surnames: hundreds of entries) with
+    ``random.choices(keys, weights=values)``, which sums every weight again on each draw: most of
+    a document's generation time. ``random.choices(keys, cum_weights=...)`` with those same sums
+    draws the same element from the same single ``random()`` call, so documents do not change
+    (tests/envs/pii_redaction/test_faker_draws.py compares both over many seeds).
+    """
+
+    def random_element(elements: Any = ("a", "b", "c")) -> Any:
+        if type(elements) is not OrderedDict:
+            return original(elements)
+        entry = _CUMULATIVE.get(id(elements))
+        if entry is None or entry[0] is not elements:
+            entry = (elements, tuple(elements), list(accumulate(elements.values())))
+            _CUMULATIVE[id(elements)] = entry
+        return generator.random.choices(entry[1], cum_weights=entry[2])[0]
+
+    return random_element
+
+
 def pick(rng: Random, items: Sequence[T]) -> T:
     """Return one item of ``items`` chosen by ``rng``."""
-    return items[rng.randrange(len(items))]
+    # Random.choice draws exactly as items[rng.randrange(len(items))] (one _randbelow(len)), faster.
+    return rng.choice(items)
 
 
 def between(rng: Random, first: date, last: date) -> date:
