@@ -59,7 +59,7 @@ PLAY_KEYS = "(type an action; help or ? shows this again; quit ends the episode 
 
 @app.command()
 def play(
-    task: Annotated[str, typer.Argument(help="Task id, e.g. pii_redaction/gdpr_contract_easy-v1.")],
+    task: Annotated[str, typer.Argument(help="Task id, e.g. pii_redaction/gdpr_contract_easy-v2.")],
     seed: Annotated[int, typer.Option(help="Episode seed.")] = 0,
 ) -> None:
     """Play one episode by hand: see the observation, type actions, read rewards and the grade."""

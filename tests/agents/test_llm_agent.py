@@ -53,7 +53,7 @@ def test_each_step_sends_a_strict_schema_and_records_tokens_and_latency() -> Non
 
 
 def test_a_malformed_reply_becomes_a_rejected_penalised_step() -> None:
-    env = make("pii_redaction/gdpr_contract_easy-v1")
+    env = make("pii_redaction/gdpr_contract_easy-v2")
     obs = env.reset(seed=0)
     with openai_stub([completion("I would redact the name, I think.")]) as (url, _):
         agent = LLMAgent(env, 0, settings=settings(url))
@@ -124,6 +124,6 @@ def test_an_endpoint_without_json_schema_or_images_is_asked_again_more_simply() 
 def test_make_agent_builds_the_llm_agent_from_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("API_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("MODEL_NAME", "some/model")
-    env = make("pii_redaction/gdpr_contract_easy-v1")
+    env = make("pii_redaction/gdpr_contract_easy-v2")
     agent = make_agent("llm", env, seed=0)
     assert isinstance(agent, LLMAgent) and agent.settings.model_name == "some/model"

@@ -51,7 +51,7 @@ def test_first_object_respects_quotes_and_closes_cut_replies() -> None:
 
 
 def test_pii_adapter_turns_a_quote_into_absolute_offsets() -> None:
-    env = make("pii_redaction/gdpr_contract_easy-v1")
+    env = make("pii_redaction/gdpr_contract_easy-v2")
     obs = env.reset(seed=3)
     adapter = get_adapter(env.spec)
     schema = adapter.schema(obs)
@@ -123,6 +123,6 @@ def test_selective_adapter_sends_the_env_prompt_and_its_image() -> None:
 
 
 def test_generic_adapter_closes_the_action_schema() -> None:
-    env = make("pii_redaction/gdpr_contract_easy-v1")
+    env = make("pii_redaction/gdpr_contract_easy-v2")
     schema = GenericAdapter(env.spec).schema(env.reset(seed=0))
     assert schema["additionalProperties"] is False

@@ -21,9 +21,9 @@ from integrity_gym.envs.pii_redaction.models import Document, Entity
 from tests.conftest import require_service
 
 TASKS = (
-    "pii_redaction/gdpr_contract_easy-v1",
-    "pii_redaction/hipaa_medical_medium-v1",
-    "pii_redaction/security_logs_hard-v1",
+    "pii_redaction/gdpr_contract_easy-v2",
+    "pii_redaction/hipaa_medical_medium-v2",
+    "pii_redaction/security_logs_hard-v2",
 )
 HAVE_PRESIDIO = importlib.util.find_spec("presidio_analyzer") is not None
 
@@ -155,9 +155,9 @@ def _play(agent: PresidioAgent, task_id: str, **reset: object) -> tuple[float, l
 @pytest.mark.usefixtures("with_presidio")
 @pytest.mark.parametrize(
     ("task_id", "floor"),
-    # Measured with the extra's small model, eval partition, seeds 0-19: mean 0.823, 0.746 and
-    # 0.577 (0/20 successes each); seed 0 alone 0.873, 0.808, 0.569.
-    list(zip(TASKS, (0.8, 0.7, 0.5), strict=True)),
+    # Measured with the extra's small model, eval partition, seeds 0-19 (v2 tasks): mean 0.757,
+    # 0.670 and 0.398 (0/20 successes each); seed 0 alone 0.788, 0.748, 0.361.
+    list(zip(TASKS, (0.75, 0.7, 0.3), strict=True)),
 )
 def test_plays_one_episode_per_task(task_id: str, floor: float) -> None:
     agent = make_agent("presidio", integrity_gym.make(task_id))

@@ -20,7 +20,7 @@ from integrity_gym.bench.results import ResultsDB
 from integrity_gym.bench.runner import BenchConfig, SetupError, pass_at_k, run_bench
 from tests.bench.test_cli_bench import run, stable
 
-GDPR = "pii_redaction/gdpr_contract_easy-v1"
+GDPR = "pii_redaction/gdpr_contract_easy-v2"
 
 
 def no_run_left(tmp_path: Path, out: Path, db: Path) -> None:

@@ -31,7 +31,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 def test_the_html_report_is_self_contained_with_every_figure(runs: list[Path], tmp_path: Path) -> None:
     loaded = [load_run(p) for p in runs]
-    page = write_report(loaded, tmp_path, title="Test report", chosen={"pii_redaction/gdpr_contract_easy-v1": 1})
+    page = write_report(loaded, tmp_path, title="Test report", chosen={"pii_redaction/gdpr_contract_easy-v2": 1})
     text = page.read_text()
     images = re.findall(r"src='data:image/png;base64,([^']+)'", text)
     headings = re.findall(r"<figure><h2>([^<]+)</h2>", text)
@@ -52,9 +52,9 @@ def test_the_html_report_is_self_contained_with_every_figure(runs: list[Path], t
 
 def test_chosen_trace_and_bad_choices(runs: list[Path]) -> None:
     run = load_run(runs[0])
-    assert run.pick("pii_redaction/gdpr_contract_easy-v1", 1)["index"] == 1
-    best = run.pick("pii_redaction/gdpr_contract_easy-v1")
-    assert best["score"] == max(run.scores("pii_redaction/gdpr_contract_easy-v1"))
+    assert run.pick("pii_redaction/gdpr_contract_easy-v2", 1)["index"] == 1
+    best = run.pick("pii_redaction/gdpr_contract_easy-v2")
+    assert best["score"] == max(run.scores("pii_redaction/gdpr_contract_easy-v2"))
     assert parse_trace_choices(["a/b-v0:3"]) == {"a/b-v0": 3}
     with pytest.raises(ValueError, match="TASK_ID:EPISODE_INDEX"):
         parse_trace_choices(["a/b-v0"])

@@ -16,8 +16,8 @@ from integrity_gym.integrations.verifiers.episodes import EnvEpisode
 from tests.integrations.replay import integrity_script, pii_script, replay
 
 CASES = {
-    "pii_redaction/gdpr_contract_easy-v1": (pii_script, {"source": "generated", "partition": "eval"}),
-    "pii_redaction/security_logs_hard-v1": (pii_script, {"source": "gold"}),
+    "pii_redaction/gdpr_contract_easy-v2": (pii_script, {"source": "generated", "partition": "eval"}),
+    "pii_redaction/security_logs_hard-v2": (pii_script, {"source": "gold"}),
     "information_integrity/medium-v1": (integrity_script, {"source": "generated", "partition": "eval"}),
     "information_integrity/easy-v1": (integrity_script, {"source": "gold", "difficulty": "hard"}),
 }

@@ -163,7 +163,7 @@ def test_a_dominated_abstain_reward_is_refused_before_any_rollout() -> None:
 MULTI_TURN = {
     # A quote that is not in the window cannot be located: unreadable, like the prose reply.
     "pii-redaction-v1": (
-        "pii_redaction/gdpr_contract_easy-v1",
+        "pii_redaction/gdpr_contract_easy-v2",
         pii_script,
         {"source": "generated", "partition": "eval"},
         2,
@@ -251,7 +251,7 @@ def test_multi_turn_task_names_resolve_and_unknown_ones_are_refused() -> None:
     from verifiers.v1 import resolve_env_config
 
     config = resolve_env_config({"taskset": {"id": "pii-redaction-v1", "task_name": "security_logs_hard"}})
-    assert config.taskset.task_id == "pii_redaction/security_logs_hard-v1"
+    assert config.taskset.task_id == "pii_redaction/security_logs_hard-v2"
     config = resolve_env_config({"taskset": {"id": "information-integrity-v1"}})
     assert config.taskset.task_id == "information_integrity/easy-v1"
     with pytest.raises(ValueError, match="'nope' is not a task of information_integrity; its tasks: information"):

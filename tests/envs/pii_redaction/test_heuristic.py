@@ -20,9 +20,9 @@ from integrity_gym.envs.pii_redaction.generator import generate_document
 from integrity_gym.envs.pii_redaction.models import Document, Entity, Kind, Label, RedactionAction
 
 TASKS = {
-    "contract": "pii_redaction/gdpr_contract_easy-v1",
-    "clinical": "pii_redaction/hipaa_medical_medium-v1",
-    "security": "pii_redaction/security_logs_hard-v1",
+    "contract": "pii_redaction/gdpr_contract_easy-v2",
+    "clinical": "pii_redaction/hipaa_medical_medium-v2",
+    "security": "pii_redaction/security_logs_hard-v2",
 }
 
 
@@ -180,11 +180,10 @@ def _play(task_id: str, **reset: object) -> tuple[float, list[str], list[str | N
 
 @pytest.mark.parametrize(
     ("kind", "floor", "ceiling"),
-    # Eval partition (the default), grade over labelled distinct values, reading ahead. Measured
-    # means over seeds 0-5: 0.994, 0.853, 0.635 (seeds 0-19: 0.992, 0.853, 0.668; the single-pass
-    # heuristic before the precision rules scored 0.994, 0.810, 0.587). The ceilings keep the
-    # medium and hard tiers apart.
-    [("contract", 0.9, 1.0), ("clinical", 0.8, 0.9), ("security", 0.58, 0.7)],
+    # Eval partition (the default), grade over labelled distinct values with label accuracy over
+    # the gold (v2), reading ahead. Measured means over seeds 0-5: 0.989, 0.751, 0.469 (seeds 0-19:
+    # 0.988, 0.750, 0.502). The ceilings keep the medium and hard tiers apart.
+    [("contract", 0.9, 1.0), ("clinical", 0.7, 0.8), ("security", 0.4, 0.55)],
 )
 def test_heuristic_episodes_beat_a_floor(kind: str, floor: float, ceiling: float) -> None:
     scores = []

@@ -33,7 +33,7 @@ def doc() -> Document:
 
 
 def fresh(preset: str = "default") -> PiiRedactionEnv:
-    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v1", window_size=500, reward_preset=preset)
+    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v2", window_size=500, reward_preset=preset)
     assert isinstance(env, PiiRedactionEnv)
     env.reset(seed=0, options={"document": doc()})
     return env
@@ -152,10 +152,10 @@ def test_shaping_telescopes_to_the_grade_when_redactions_cover_half_an_entity() 
     half_only = 0
     for seed in range(16):
         if seed % 4 == 3:
-            env = integrity_gym.make("pii_redaction/security_logs_hard-v1", window_size=300)
+            env = integrity_gym.make("pii_redaction/security_logs_hard-v2", window_size=300)
             obs = env.reset(seed=seed)
         else:
-            env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v1", window_size=300)
+            env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v2", window_size=300)
             obs = env.reset(seed=0, options={"document": synthetic_document(seed)})
         rng = make_rng("shaping-test", seed)
         halved: set[tuple[int, int]] = set()
@@ -198,13 +198,13 @@ def test_the_reference_bonus_needs_iou_strictly_above_its_threshold() -> None:
 
 
 def test_the_miss_penalty_is_per_missed_entity() -> None:
-    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v1", window_size=len(TEXT), reward_preset="default")
+    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v2", window_size=len(TEXT), reward_preset="default")
     env.reset(seed=0, options={"document": doc()})
     assert parts(env.step("NEXT_CHUNK")) == {"miss_penalty": pytest.approx(-0.3 * 2)}  # the email and the phone
 
 
 def test_the_skip_miss_penalty_is_per_missed_entity() -> None:
-    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v1", window_size=len(TEXT), reward_preset="default")
+    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v2", window_size=len(TEXT), reward_preset="default")
     env.reset(seed=0, options={"document": doc()})
     missed = parts(env.step("SKIP"))["skip_miss_penalty"]
     assert missed == pytest.approx(-2 * rw.PRESETS["default"].skip_miss_penalty) and missed < 0

@@ -32,7 +32,7 @@ def build(pieces: list[str | tuple[Label, str]], doc_id: str = "constructed") ->
 
 
 def play(document: Document, actions: list[str], preset: str = "default", window: int = 1000) -> PiiRedactionEnv:
-    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v1", window_size=window, reward_preset=preset)
+    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v2", window_size=window, reward_preset=preset)
     assert isinstance(env, PiiRedactionEnv)
     env.reset(seed=0, options={"document": document})
     for action in actions:
@@ -117,7 +117,7 @@ def test_default_grade_weighs_labels_then_values_then_mentions() -> None:
     # positive counts one.
     precision = 3.5 / 4.5
     f1 = 2 * precision * recall / (precision + recall)
-    labels = recall / (recall + 1 / 3)  # right labels among the matched weight
+    labels = recall  # the gold's weight redacted with the right label (a miss is a wrong label)
     utility = 1 - 10 / (len(DOC_MIX.text) - (22 + 12 + 10 + 10 + 11))  # only non-PII characters count
     assert grade.breakdown["recall"] == pytest.approx(recall)
     assert grade.breakdown["mention_recall"] == pytest.approx(4 / 5)
@@ -159,8 +159,9 @@ def test_repeating_one_name_is_worth_one_value_of_one_label() -> None:
     assert speaker_only.breakdown["recall"] == pytest.approx(1 / 6)
     one_each = play(DOC_CHAT, redact_all(DOC_CHAT, [0, 1, 2, 15])).grade()  # every value once
     assert one_each.breakdown["recall"] == pytest.approx(1 - 12 / 13 * 1 / 6)
-    # Precision 1, recall 1/6: F1 = 2/7, labels and utility full.
-    assert speaker_only.score == pytest.approx(0.5 * 2 / 7 + 0.25 + 0.25)
+    # Precision 1, recall 1/6: F1 = 2/7; labels 1/6 (the rest of the gold has no right label); utility full.
+    assert speaker_only.breakdown["label_accuracy"] == pytest.approx(1 / 6)
+    assert speaker_only.score == pytest.approx(0.5 * 2 / 7 + 0.25 / 6 + 0.25)
     assert one_each.score > 0.9
     # Under the reference formulas the repeated name alone would pass the hard threshold.
     reference = play(DOC_CHAT, redact_all(DOC_CHAT, agent_mentions), "reference").grade()
@@ -203,7 +204,7 @@ def test_reference_preset_charges_misses_for_entities_the_window_only_touches() 
     start = doc.entities[0].start
     window = start + 10
     for preset, expected in (("default", {"exploration_reward": 0.02}), ("reference", {"miss_penalty": -0.3})):
-        env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v1", window_size=window, reward_preset=preset)
+        env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v2", window_size=window, reward_preset=preset)
         env.reset(seed=0, options={"document": doc})
         breakdown = env.step("NEXT_CHUNK").info["reward_breakdown"]
         assert {k: v for k, v in breakdown.items() if v and k != "shaping"} == pytest.approx(expected), preset
@@ -228,11 +229,11 @@ def test_the_oracle_reaches_one_at_every_window_size(task_id: str, window: int) 
 
 @pytest.mark.parametrize("window", [200, 1000])
 def test_the_budget_adds_the_moves_across_the_document(window: int) -> None:
-    env = integrity_gym.make("pii_redaction/security_logs_hard-v1", window_size=window)
+    env = integrity_gym.make("pii_redaction/security_logs_hard-v2", window_size=window)
     obs = env.reset(seed=0)
     moves = -(-(obs.document_length - window) // (window // 2))
     assert obs.steps_left == 80 + moves
-    longer = integrity_gym.make("pii_redaction/security_logs_hard-v1", window_size=window, min_chars=12_000)
+    longer = integrity_gym.make("pii_redaction/security_logs_hard-v2", window_size=window, min_chars=12_000)
     obs = longer.reset(seed=0)
     assert obs.steps_left == 160 + -(-(obs.document_length - window) // (window // 2))
 
@@ -277,3 +278,12 @@ def test_a_grade_exactly_at_the_threshold_is_a_success() -> None:
     assert 0.5 < score < 1.0
     assert grade_redactions(DOC_IOU, redactions, config, success_threshold=score).success
     assert not grade_redactions(DOC_IOU, redactions, config, success_threshold=score + 1e-9).success
+
+
+def test_label_accuracy_counts_misses_by_default_and_only_matches_under_the_reference() -> None:
+    """A precise agent that finds one value of three labels: the seed's term stays at 1, ours does not."""
+    actions = redact_all(DOC_CHAT, [15])  # the phone only, right label
+    default = play(DOC_CHAT, actions).grade().breakdown
+    reference = play(DOC_CHAT, actions, "reference").grade().breakdown
+    assert default["label_accuracy"] == pytest.approx(1 / 3) == default["recall"]
+    assert reference["label_accuracy"] == 1.0

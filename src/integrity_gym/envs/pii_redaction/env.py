@@ -270,7 +270,7 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
         counts = self._matcher.counts()
         return rw.potential(
             rw.f1_score(self.reward_config, counts),
-            rw.label_accuracy(counts),
+            rw.label_accuracy(self.reward_config, counts),
             rw.utility(
                 self.reward_config,
                 over_redacted=self._over_redacted,

@@ -50,7 +50,7 @@ def grade_redactions(
     non_pii = len(document.text) - gold_cover.total
 
     f1 = f1_score(config, counts)
-    label_acc = label_accuracy(counts)
+    label_acc = label_accuracy(config, counts)
     util = utility(config, over_redacted=over, non_pii=non_pii, redacted=redacted_total, length=len(document.text))
     score = min(1.0, max(0.0, potential(f1, label_acc, util)))
     leaked = gold_cover.total - pii_hidden

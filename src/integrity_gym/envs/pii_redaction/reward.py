@@ -74,6 +74,12 @@ class RewardConfig(WireModel):
     redact_scope: Literal["window", "document"] = Field(
         "window", description="A REDACT must lie inside the visible 'window', or anywhere in the 'document'."
     )
+    label_scope: Literal["gold", "matched"] = Field(
+        "gold",
+        description="LabelAccuracy over 'gold': the weighted share of all the gold redacted with the right label "
+        "(a miss counts as a wrong label); over 'matched': the reference's share of the matched redactions "
+        "with the right label, which a precise agent keeps near 1 however much it misses.",
+    )
     recall: Literal["labelled_values", "mentions"] = Field(
         "labelled_values",
         description="'labelled_values': weighted share of the gold (gold_weights: labels, then distinct "
@@ -93,6 +99,7 @@ PRESETS: dict[str, RewardConfig] = {
         miss_scope="overlap",
         redact_scope="document",
         recall="mentions",
+        label_scope="matched",
     ),
 }
 
@@ -154,12 +161,16 @@ def f1_score(config: RewardConfig, counts: MatchCounts) -> float:
     return 0.0 if precision + recall == 0 else 2.0 * precision * recall / (precision + recall)
 
 
-def label_accuracy(counts: MatchCounts) -> float:
-    """Weighted share of the matched gold whose redaction carries the right label.
+def label_accuracy(config: RewardConfig, counts: MatchCounts) -> float:
+    """Weighted share of the gold redacted with the right label (``label_scope="gold"``), or of the matched gold.
 
-    0 when nothing matched although there was gold; 1 with no gold. With unit weights (the
-    ``reference`` preset) it is right labels / matched redactions.
+    1 with no gold. Over the matched gold (the ``reference`` preset, unit weights) it is right
+    labels / matched redactions, 0 when nothing matched: an agent that labels well what it finds
+    keeps it near 1 however much it misses, so the grade of a precise agent is about 0.5 + 0.5·F1
+    and a third of the PII passes the hard tier. Over the gold, a miss is a wrong label.
     """
+    if config.label_scope == "gold":
+        return 1.0 if counts.weight_total == 0 else counts.weight_correct / counts.weight_total
     if counts.matched == 0:
         return 1.0 if counts.gold == 0 else 0.0
     return counts.weight_correct / counts.weight_matched

@@ -8,7 +8,7 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         env="pii_redaction",
         name="gdpr_contract_easy",
-        version=1,
+        version=2,
         tier="easy",
         description="Business contracts with plainly written emails, phones, addresses, names and SSNs.",
         success_threshold=0.90,
@@ -19,7 +19,7 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         env="pii_redaction",
         name="hipaa_medical_medium",
-        version=1,
+        version=2,
         tier="medium",
         description="Clinical notes: names, dates of birth, phones and addresses that need sentence context.",
         success_threshold=0.85,
@@ -30,7 +30,7 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         env="pii_redaction",
         name="security_logs_hard",
-        version=1,
+        version=2,
         tier="hard",
         description="Support transcripts and security logs with obfuscated PII and many look-alike distractors.",
         success_threshold=0.75,
