@@ -226,6 +226,7 @@ def test_the_breakdown_of_each_kind_of_answer() -> None:
     assert right["expected_reward"] == pytest.approx(0.9 * (1 - 0.09) + 0.1 * (1 - 0.49))
     assert right["optimal_expected_reward"] == pytest.approx(0.9 * (1 - 0.01) + 0.1 * (1 - 0.81))
     assert right["blind_reward"] == pytest.approx(1 - 0.2**2) and right["blind_correct"] == 1.0
+    assert right["blind_probability"] == 0.8 and right["q_star"] == 0.7 and right["claim_true"] == 1.0
     wrong = graded(answer("REFUTED", 0.6, 0.64))
     assert (wrong["answered"], wrong["correct"], wrong["brier"]) == (1.0, 0.0, pytest.approx(0.36))
     assert wrong["probability_error"] == pytest.approx(0.5)  # a REFUTED verdict is right w.p. 0.1
@@ -256,6 +257,13 @@ def test_the_summary_reports_repairs_and_the_expected_rewards() -> None:
         np.mean([r["optimal_expected_reward"] - r["expected_reward"] for r in rows])
     )
     assert summary["probability_mae"] == pytest.approx((0.2 + 0.5) / 2)
+    assert summary["mean_confidence"] == pytest.approx((0.7 + 0.6) / 2)  # over the answered
+    # Nothing answered: no probability error to average.
+    abstained = [Grade(score=0.8, success=False, threshold=0.85, breakdown=rows[3])] * 2
+    assert summarize(abstained)["probability_mae"] is None
+    other = dict(rows[3], abstain_reward=0.9)
+    with pytest.raises(ValueError, match=r"grades with different abstain rewards \[0.8, 0.9\] cannot be summarised"):
+        summarize([abstained[0], Grade(score=0.9, success=False, threshold=0.9, breakdown=other)])
 
 
 def test_the_blind_reward_uses_the_rule_and_epsilon_of_the_episode() -> None:

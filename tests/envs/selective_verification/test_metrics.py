@@ -7,6 +7,7 @@ import pytest
 from integrity_gym.envs.selective_verification.metrics import Selective, aurc, brier, e_aurc, ece, smooth_ece
 
 PINNED_SMOOTH_ECE = 0.2749848626030628
+PINNED_SMOOTH_ECE_AT_ONE = 0.28743968383516644
 
 
 def reference_ece(conf: np.ndarray, correct: np.ndarray, bins: int = 15) -> float:
@@ -123,3 +124,9 @@ def test_booleans_and_integers_are_numbers() -> None:
     assert brier([True, False], [True, True]) == 0.5
     assert brier([1, 0], [1, 1]) == 0.5
     assert ece([True, True], [True, False]) == ece([1.0, 1.0], [1.0, 0.0])
+
+
+def test_smooth_ece_weights_are_counts_and_a_sure_answer_lands_in_the_last_cell() -> None:
+    assert smooth_ece([0.6, 0.9], [1, 0], weight=[2, 1]) == pytest.approx(smooth_ece([0.6, 0.6, 0.9], [1, 1, 0]))
+    assert smooth_ece([0.6], [1], weight=[0]) is None
+    assert smooth_ece([0.55, 0.7, 0.9, 1.0], [0, 1, 1, 0]) == pytest.approx(PINNED_SMOOTH_ECE_AT_ONE, abs=1e-12)
