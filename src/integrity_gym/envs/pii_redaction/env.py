@@ -45,6 +45,12 @@ if TYPE_CHECKING:
 
 WINDOW_ENV_VAR = "PII_WINDOW_SIZE"
 DEFAULT_WINDOW = 500
+#: Actions without arguments, validated once.
+_BARE_ACTIONS: dict[str, RedactionAction] = {
+    kind: RedactionAction(action_type=kind) for kind in ("NEXT_CHUNK", "PREV_CHUNK", "SKIP", "FINISH")
+}
+#: The step result type, parametrised once (pydantic looks the parametrisation up on every use).
+_Result = StepResult[RedactionObservation]
 _TEXT_ACTION = re.compile(r"^\s*(?P<type>[A-Za-z_]+)\s*(?:\(\s*(?P<args>[^)]*)\)|(?P<bare>(?:\s+\S+)*))\s*$")
 
 
@@ -170,11 +176,22 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
         self._step_count = 0
         self._total_reward = 0.0
         self._episode_id = stable_id(self.spec.id, document.id, self._seed)
+        # Redactions are the only thing Phi and the window's misses depend on besides the cursor:
+        # both are kept until the next commit (a SKIP or a move recomputes nothing).
         self._phi = self._potential()
+        self._phi_stale = False
+        self._missed: tuple[int, int] | None = None  # (cursor, unmatched entities in its window)
+        self._view: tuple[int, str] | None = None  # (cursor, masked window text)
 
     # ------------------------------------------------------------------ actions
     def parse_action(self, action: Any) -> RedactionAction:
         """Also accept text such as ``REDACT 12 30 EMAIL``, ``REDACT(12,30,EMAIL)`` or ``next_chunk``."""
+        if type(action) is dict and len(action) == 1:
+            # The commonest actions of a rollout ({"action_type": "SKIP"} ...): their one valid
+            # value each, built once (actions are frozen).
+            kind = action.get("action_type")
+            if type(kind) is str and kind in _BARE_ACTIONS:
+                return _BARE_ACTIONS[kind]
         if isinstance(action, str) and not action.lstrip().startswith("{"):
             return super().parse_action(_parse_text_action(action))
         return super().parse_action(action)
@@ -246,6 +263,8 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
         self._spans.append((start, end))
         insort(self._by_start, (start, end))
         self._longest = max(self._longest, end - start)
+        self._phi_stale = True
+        self._missed = self._view = None
         return new_matches
 
     def _advance(
@@ -253,7 +272,9 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
     ) -> StepResult[RedactionObservation]:
         self._step_count += 1
         self._log.append(log_entry)
-        phi = self._potential()
+        phi = self._phi
+        if self._phi_stale:
+            phi, self._phi_stale = self._potential(), False
         breakdown = dict.fromkeys(rw.COMPONENTS, 0.0)
         breakdown.update(components)
         breakdown["shaping"] = phi - self._phi
@@ -261,7 +282,7 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
         total = sum(breakdown.values())
         self._total_reward += total
         obs = self._observation()
-        return StepResult[RedactionObservation](
+        return _Result(
             observation=obs, reward=total, done=obs.done, info={"reward_breakdown": breakdown, "error": error}
         )
 
@@ -287,16 +308,20 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
     def _missed_in_window(self) -> int:
         """Unmatched entities in the window: wholly inside it, or overlapping it (reference)."""
         lo = self._cursor
+        if self._missed is not None and self._missed[0] == lo:
+            return self._missed[1]
         hi = min(len(self.document.text), lo + self.config.window_size)
         inside = self.reward_config.miss_scope == "inside"
         first = bisect_left(self._gold_starts, lo if inside else lo - self._gold_max_len)
         last = bisect_left(self._gold_starts, hi)
         entities = self.document.entities
-        return sum(
+        missed = sum(
             1
             for g in range(first, last)
             if g not in self._matcher.gold_to_pred and (entities[g].end <= hi if inside else entities[g].end > lo)
         )
+        self._missed = (lo, missed)
+        return missed
 
     def _is_done(self) -> bool:
         return self._finished or self._step_count >= self.max_steps
@@ -305,10 +330,14 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
     def _observation(self) -> RedactionObservation:
         length = len(self.document.text)
         window_end = min(length, self._cursor + self.config.window_size)
-        return RedactionObservation.model_construct(
+        if self._view is None or self._view[0] != self._cursor:
+            masked = window.visible_text(self.document.text, self._cursor, self.config.window_size, self._union)
+            self._view = (self._cursor, masked)
+        # Validated construction: pydantic's compiled validator is faster here than model_construct.
+        return RedactionObservation(
             task_id=self.spec.id,
             done=self._is_done(),
-            visible_text=window.visible_text(self.document.text, self._cursor, self.config.window_size, self._union),
+            visible_text=self._view[1],
             cursor_position=self._cursor,
             window_size=self.config.window_size,
             document_length=length,
@@ -361,7 +390,7 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
         self._start(state.document)
         for redaction in state.redactions:
             self._commit(redaction)
-        self._phi = self._potential()
+        self._phi, self._phi_stale = self._potential(), False
         self._episode_id = state.episode_id
         self._cursor = state.cursor_position
         self._log = list(state.action_log)

@@ -126,11 +126,15 @@ def _cumulative_draw(original: Callable[..., Any], generator: Any) -> Callable[.
     ``random.choices(keys, weights=values)``, which sums every weight again on each draw: most of
     a document's generation time. ``random.choices(keys, cum_weights=...)`` with those same sums
     draws the same element from the same single ``random()`` call, so documents do not change
-    (tests/envs/pii_redaction/test_faker_draws.py compares both over many seeds).
+    (tests/envs/pii_redaction/test_faker_draws.py compares both over many seeds). A plain
+    sequence is drawn with ``random.choice`` directly, as Faker ends up doing.
     """
 
     def random_element(elements: Any = ("a", "b", "c")) -> Any:
-        if type(elements) is not OrderedDict:
+        kind = type(elements)
+        if kind is tuple or kind is list or kind is str:
+            return generator.random.choice(elements)  # what Faker does for a plain sequence
+        if kind is not OrderedDict:
             return original(elements)
         entry = _CUMULATIVE.get(id(elements))
         if entry is None or entry[0] is not elements:
