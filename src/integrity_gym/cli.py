@@ -110,7 +110,7 @@ def bench(
     agent: Annotated[
         str | None,
         typer.Option(
-            help="Agent: heuristic, random, oracle, noop, llm, an env's own or an attack [default: "
+            help="Agent: heuristic, random, oracle, noop, llm, presidio, an env's own or an attack [default: "
             "heuristic, or llm with --model/--base-url]."
         ),
     ] = None,

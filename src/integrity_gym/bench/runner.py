@@ -58,7 +58,7 @@ class BenchConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tasks: str = Field("*", description="Glob (or comma-separated globs) over task ids.")
-    agent: str = Field("heuristic", description="Agent name (heuristic, random, oracle, noop, llm, ...).")
+    agent: str = Field("heuristic", description="Agent name (heuristic, random, oracle, noop, llm, presidio, ...).")
     episodes: int = Field(5, ge=1, le=100_000, description="Episodes per task.")
     epochs: int = Field(1, ge=1, le=1000, description="Times each seed is played (pass@k, per-item variance).")
     max_failures: int = Field(0, ge=0, description="Failed episodes allowed before the run counts as failed.")
