@@ -45,7 +45,10 @@ def browser() -> Iterator[Any]:
     executable = chromium_path()
     require_service(executable is not None, "Chromium (apt-get install chromium)")
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        # As root in a container: no sandbox, and /tmp instead of a small /dev/shm.
+        launched = playwright.chromium.launch(
+            executable_path=executable, args=["--no-sandbox", "--disable-dev-shm-usage"]
+        )
         try:
             yield launched
         finally:
