@@ -54,6 +54,7 @@ def client() -> TestClient:
 def test_web_serves_the_playground_under_its_policy(client: TestClient) -> None:
     moved = client.get("/web", follow_redirects=False)
     assert moved.status_code == 307 and moved.headers["location"] == "web/"
+    assert client.get("/").json()["web"] == "/web/"  # the server's index points to it
     reply = client.get("/web/")
     assert reply.status_code == 200 and "integrity-gym playground" in reply.text
     assert reply.headers["content-security-policy"] == CONTENT_SECURITY_POLICY

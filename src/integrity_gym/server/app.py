@@ -408,6 +408,7 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
                     for name, svc in services.items()
                 },
                 "docs": "/docs",
+                "web": "/web/",
             }
         )
 
