@@ -3,12 +3,17 @@
 Settings come from the environment variables the reference documents name (``API_BASE_URL``,
 ``MODEL_NAME``, ``HF_TOKEN`` or ``OPENAI_API_KEY``, ``TEMPERATURE``, ``OPENAI_SEED``,
 ``REQUEST_TIMEOUT_S``, ``INFERENCE_MAX_STEPS``; the SDK's own retries, ``OPENAI_MAX_RETRIES``, and
-``LLM_MAX_TOKENS``, ``LLM_RESPONSE_FORMAT``, ``LLM_IMAGES`` for the rest). Each step sends the
-environment's prompt (``agents/prompts``) and asks for a schema-constrained JSON action through
-``response_format``; an endpoint that refuses the schema is asked for plain JSON, then for plain
-text, and the reply is parsed with repair. A reply that still is not an action is handed to the
+``LLM_MAX_TOKENS``, ``LLM_RESPONSE_FORMAT``, ``LLM_IMAGES``, ``LLM_PREFILL`` for the rest). Each step
+sends the environment's prompt (``agents/prompts``) and asks for a schema-constrained JSON action
+through ``response_format``; an endpoint that refuses the schema is asked for plain JSON, then for
+plain text, and the reply is parsed with repair. A reply that still is not an action is handed to the
 environment as it is, so the environment rejects it with its usual penalty: a malformed reply is
 a recorded, penalised step, never a crash. Tokens and latency of every call are recorded.
+
+``LLM_PREFILL`` starts the assistant's reply with a fixed prefix (e.g. ``{"verdict": "``) that the
+model continues: the prefix goes as a last assistant message, is put back in front of the reply
+before it is read, and no ``response_format`` is sent with it (a grammar would restart the object).
+``igym train`` renders its prompts from the same messages, so a model is evaluated as it was trained.
 """
 
 from __future__ import annotations
@@ -51,6 +56,9 @@ class LLMSettings(BaseModel):
     max_steps: int | None = Field(None, ge=1, description="Step cap per episode (INFERENCE_MAX_STEPS).")
     response_format: ResponseFormat = Field("auto", description="Structured output mode (LLM_RESPONSE_FORMAT).")
     images: bool = Field(True, description="Send pictures to the model (LLM_IMAGES=0 to never send them).")
+    prefill: str | None = Field(
+        None, description="Start of the assistant's reply, continued by the model (LLM_PREFILL)."
+    )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> LLMSettings:
@@ -75,6 +83,8 @@ class LLMSettings(BaseModel):
         ):
             if (value := get(name)) is not None:
                 values[field] = value
+        if prefill := env.get("LLM_PREFILL"):  # not stripped: a prefix may end in a space
+            values["prefill"] = prefill
         if (images := get("LLM_IMAGES")) is not None:
             values["images"] = images.lower() not in {"0", "false", "no", "off"}
         if get("RETRY_ON_TRANSIENT_ERRORS") in {"0", "false", "no"} and "retries" not in values:
@@ -106,6 +116,8 @@ class LLMSettings(BaseModel):
             out["OPENAI_SEED"] = str(self.seed)
         if self.max_steps is not None:
             out["INFERENCE_MAX_STEPS"] = str(self.max_steps)
+        if self.prefill:
+            out["LLM_PREFILL"] = self.prefill
         return out
 
 
@@ -157,6 +169,14 @@ def read_action(adapter: PromptAdapter, text: str, observation: Any) -> tuple[An
     return action, parse, None
 
 
+def prompt_messages(system: str, user: Any, prefill: str | None = None) -> list[dict[str, Any]]:
+    """The chat messages of one step: system, user and, with a prefill, the reply's start to continue."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    if prefill:
+        messages.append({"role": "assistant", "content": prefill})
+    return messages
+
+
 class LLMAgent:
     """Plays any environment through an OpenAI-compatible chat endpoint.
 
@@ -194,6 +214,9 @@ class LLMAgent:
             user = self.adapter.text_only(observation) or text_of(user)
         started = time.perf_counter()
         text, usage, attempts = self._complete(system, user, observation)
+        prefill = self.settings.prefill
+        if prefill and not text.startswith(prefill):  # the endpoint returns only the continuation
+            text = prefill + text
         latency = time.perf_counter() - started
         action, parse, error = read_action(self.adapter, text, observation)
         self._parse_error = error
@@ -262,13 +285,15 @@ class LLMAgent:
         s = self.settings
         kwargs: dict[str, Any] = {
             "model": s.model_name,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            "messages": prompt_messages(system, user, s.prefill),
             "temperature": s.temperature,
             "max_tokens": s.max_tokens,
             "timeout": s.timeout_s,
         }
         if s.seed is not None:
             kwargs["seed"] = s.seed
+        if s.prefill:
+            return kwargs
         if self._format == "json_schema":
             kwargs["response_format"] = {
                 "type": "json_schema",
