@@ -34,7 +34,7 @@ from fastapi import FastAPI
 from pydantic import ValidationError
 from pydantic_core import to_json
 from starlette.routing import WebSocketRoute
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from integrity_gym.core.env import EpisodeFinishedError, NotResetError
 from integrity_gym.server.app import EnvService, public_state
@@ -73,7 +73,40 @@ def add_ws_route(app: FastAPI, service: EnvService) -> None:
     async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
         await _serve(scope, receive, send, service)
 
-    app.router.routes.append(WebSocketRoute(f"/{service.name}/ws", _AsgiEndpoint(endpoint)))
+    path = f"/{service.name}/ws"
+    app.router.routes.append(WebSocketRoute(path, _AsgiEndpoint(endpoint)))
+    endpoints: dict[str, Endpoint] | None = getattr(app.state, "ws_endpoints", None)
+    if endpoints is None:
+        endpoints = app.state.ws_endpoints = {}
+        app.add_middleware(_WebSocketDispatch, endpoints=endpoints)
+    endpoints[path] = endpoint
+
+
+Endpoint = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class _WebSocketDispatch:
+    """Hands each ``/<env>/ws`` connection straight to its endpoint, past routing and exception layers.
+
+    A connection keeps every layer it went through on its stack for as long as the socket stays
+    open, and each reply passes through their ``send`` wrappers: skipping the router, FastAPI's
+    exit stack and Starlette's exception middleware saves memory per idle session and a call
+    per message. Those layers add nothing here: the endpoint answers every error itself. Any
+    other path, or a WebSocket path unknown here, goes through the application as usual.
+    """
+
+    def __init__(self, app: ASGIApp, endpoints: dict[str, Endpoint]) -> None:
+        self.app = app
+        self.endpoints = endpoints
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run the endpoint of a known WebSocket path, else the wrapped application (ASGI)."""
+        if scope["type"] == "websocket":
+            endpoint = self.endpoints.get(scope["path"])
+            if endpoint is not None:
+                await endpoint(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class _AsgiEndpoint:
