@@ -17,7 +17,8 @@ interleaved round by round. All traffic stays on 127.0.0.1; every loop is bounde
 
 Besides the minimal environment (``--sections minimal``): pii_redaction over one WebSocket on
 SKIP against seed 001's own server, started from ``../shared/peers/pii_redaction_env`` in its
-venv with openenv-core 0.3.0 (``--sections pii``), and bytes per idle session over HTTP and
+venv with openenv-core 0.3.0 (``--sections pii``; measured with a client that reads its own
+socket, ``LeanClient``, and again with websockets' threaded sync client), and bytes per idle session over HTTP and
 WebSocket for every environment, each in a fresh server process (``--sections memory``).
 
 The client runs on the same two cores as the server, so steps/s include the client's own cost
@@ -268,17 +269,96 @@ PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sha
 PEER_PYTHON = "/tmp/igym-peer001-venv/bin/python"
 
 
-def measure_pii_ws(server: Server, steps: int) -> tuple[float, float]:
+class LeanClient:
+    """A blocking WebSocket client with no thread of its own: websockets' sans-I/O protocol on a socket.
+
+    ``websockets.sync`` reads in a background thread, so every reply is handed between two
+    threads (a GIL hand-off and a wake-up) before ``recv`` returns: on two shared cores that
+    costs about as much as a whole step of a fast server and narrows every server's lead
+    alike. This client reads the socket itself, so steps/s follow the server's own cost.
+    """
+
+    def __init__(self, url: str) -> None:
+        import socket
+
+        from websockets.client import ClientProtocol
+        from websockets.http11 import Response
+        from websockets.uri import parse_uri
+
+        uri = parse_uri(url)
+        self.sock = socket.create_connection((uri.host, uri.port), timeout=60)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.protocol = ClientProtocol(uri, max_size=None)
+        self.protocol.send_request(self.protocol.connect())
+        self._flush()
+        while not any(isinstance(e, Response) for e in self._read()):
+            pass
+        if self.protocol.handshake_exc is not None:
+            raise self.protocol.handshake_exc
+        self._texts: list[str] = []
+        self._parts: list[bytes] = []
+
+    def _flush(self) -> None:
+        for data in self.protocol.data_to_send():
+            self.sock.sendall(data)
+
+    def _read(self) -> list[Any]:
+        data = self.sock.recv(1 << 16)
+        if not data:
+            raise ConnectionError("the server closed the connection")
+        self.protocol.receive_data(data)
+        events = self.protocol.events_received()
+        self._flush()  # pongs and close replies
+        return events
+
+    def send(self, text: str) -> None:
+        """Send one text message."""
+        self.protocol.send_text(text.encode())
+        self._flush()
+
+    def recv(self) -> str:
+        """Wait for the next text message."""
+        from websockets.frames import Frame, Opcode
+
+        while not self._texts:
+            for event in self._read():
+                if isinstance(event, Frame) and event.opcode in (Opcode.TEXT, Opcode.CONT):
+                    self._parts.append(event.data)
+                    if event.fin:
+                        self._texts.append(b"".join(self._parts).decode())
+                        self._parts = []
+        return self._texts.pop(0)
+
+    def close(self) -> None:
+        """Close the WebSocket and the socket."""
+        try:
+            self.protocol.send_close(1000)
+            self._flush()
+        finally:
+            self.sock.close()
+
+    def __enter__(self) -> LeanClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def measure_pii_ws(server: Server, steps: int, client: str = "lean") -> tuple[float, float]:
     """pii_redaction over one WebSocket: SKIP every step, a new episode whenever one ends.
 
     Ours at ``/pii_redaction/ws`` (reset by ``task``); seed 001's server at ``/ws`` (``task_id``).
-    Returns steps/s and server CPU µs per step (resets included, as a training loop pays them).
+    ``client`` is ``lean`` (``LeanClient``) or ``threaded`` (``websockets.sync``). Every reply is
+    parsed as JSON by the client either way. Returns steps/s and server CPU µs per step (resets
+    included, as a training loop pays them).
     """
     ours = server.name != "seed001"
     path = "/pii_redaction/ws" if ours else "/ws"
     reset = json.dumps({"type": "reset", "data": {"task": PII_TASK} if ours else {"task_id": PII_TASK}})
     skip = json.dumps({"type": "step", "data": {"action_type": "SKIP"}})
-    with connect(server.url.replace("http://", "ws://") + path, proxy=None, compression=None, max_size=None) as ws:
+    url = server.url.replace("http://", "ws://") + path
+    opened = LeanClient(url) if client == "lean" else connect(url, proxy=None, compression=None, max_size=None)
+    with opened as ws:
 
         def run(count: int) -> None:
             ws.send(reset)
@@ -462,7 +542,8 @@ def main() -> None:
         if "minimal" in sections:
             measure_minimal(args, servers, result, rounds, ws_steps, http_steps, lat_steps, me)
         if "pii" in sections:
-            result["pii_redaction_ws_skip"] = measure_pii(servers, rounds, ws_steps)
+            # More rounds than the minimal section: each pii round is short and the peer's speed swings.
+            result["pii_redaction_ws_skip"] = measure_pii(servers, rounds + 2, ws_steps)
         if "memory" in sections:
             result["idle_session_memory"] = measure_memory(servers, sessions, memory_budget_s)
         result["seconds"] = round(time.perf_counter() - started, 1)
@@ -480,17 +561,33 @@ def measure_pii(servers: dict[str, Server], rounds: int, steps: int) -> dict[str
     servers["ours"] = start("ours", ours_cmd)
     peer_cmd = [PEER_PYTHON, "-m", "uvicorn", "server.app:app", "--host", "127.0.0.1", "--port", "0"]
     servers["seed001"] = start("seed001", [*peer_cmd, "--log-level", "info", "--no-access-log"], cwd=PEER)
-    runs: dict[str, list[tuple[float, float]]] = {"ours": [], "seed001": []}
+    clients = ("lean", "threaded")
+    runs: dict[str, dict[str, list[tuple[float, float]]]] = {c: {"ours": [], "seed001": []} for c in clients}
     for _ in range(rounds):
-        for name in runs:
-            runs[name].append(measure_pii_ws(servers[name], steps))
-    for name in runs:
+        for client in clients:
+            for name in ("ours", "seed001"):
+                runs[client][name].append(measure_pii_ws(servers[name], steps, client))
+    for name in ("ours", "seed001"):
         servers.pop(name).stop()
-    out: dict[str, Any] = {name: median_of(r) for name, r in runs.items()}
-    per_round = [a[0] / b[0] for a, b in zip(runs["ours"], runs["seed001"], strict=True)]
-    out["ratio_ours_over_seed001_steps_per_s"] = round(statistics.median(per_round), 2)
-    out["target_2.5x"] = out["ratio_ours_over_seed001_steps_per_s"] >= 2.5
-    return out
+
+    def summary(by_server: dict[str, list[tuple[float, float]]]) -> dict[str, Any]:
+        out: dict[str, Any] = {name: median_of(r) for name, r in by_server.items()}
+        out["steps_per_s_by_round"] = {name: [round(r[0]) for r in rs] for name, rs in by_server.items()}
+        per_round = [a[0] / b[0] for a, b in zip(by_server["ours"], by_server["seed001"], strict=True)]
+        out["ratio_by_round"] = [round(r, 2) for r in per_round]
+        out["ratio_ours_over_seed001_steps_per_s"] = round(statistics.median(per_round), 2)
+        cpu = [b[1] / a[1] for a, b in zip(by_server["ours"], by_server["seed001"], strict=True) if a[1]]
+        out["ratio_seed001_over_ours_cpu_per_step"] = round(statistics.median(cpu), 2) if cpu else None
+        return out
+
+    result: dict[str, Any] = {
+        "client": "LeanClient (websockets' sans-I/O protocol on a blocking socket, no thread); "
+        "threaded_client: websockets.sync (reads in a background thread)",
+        **summary(runs["lean"]),
+        "threaded_client": summary(runs["threaded"]),
+    }
+    result["target_2.5x"] = result["ratio_ours_over_seed001_steps_per_s"] >= 2.5
+    return result
 
 
 def measure_memory(servers: dict[str, Server], sessions: int, budget_s: float) -> dict[str, Any]:
