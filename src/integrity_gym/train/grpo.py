@@ -1,0 +1,254 @@
+"""GRPO on a single-step task: the environment's own reward on the train partition, eval before/after.
+
+``train(TrainConfig(...))`` (``igym train``) does, in one process:
+
+1. load the model (``model.load_model``) and build one prompt per train-partition item exactly as
+   the ``llm`` agent would (adapter system and user messages, the prefill as the reply's start);
+2. evaluate it on the eval partition with the benchmark runner and the ``llm`` agent, through
+   an in-memory endpoint (``endpoint.serve_model``): the run lands in the results database;
+3. train with TRL's ``GRPOTrainer``: each completion is scored by resetting the environment on
+   its item's seed and stepping it with the prefill plus the completion (``read_action``, the
+   agent's own reading); every step's rewards, malformed and abstain rates and the gain over
+   always abstaining go to ``train_log.jsonl``;
+4. save the model (and the LoRA adapter, with ``lora_r``) and evaluate it again.
+
+Multi-step tasks are refused: they need TRL's rollout interface (docs/training.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import statistics
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from integrity_gym.agents.llm import LLMSettings, prompt_messages, read_action
+from integrity_gym.agents.prompts import get_adapter, text_of
+from integrity_gym.core.env import describe_validation_error
+from integrity_gym.core.registry import get_spec, make
+from integrity_gym.train.model import BUNDLED, load_model, render, require_train_extra, save_model
+
+DEFAULT_PREFILL = '{"verdict": "'
+LOG_NAME = "train_log.jsonl"
+SUMMARY_NAME = "train_summary.json"
+
+
+class TrainConfig(BaseModel):
+    """Everything one training run depends on; saved in ``train_summary.json``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str = Field("selective_verification/text-v1", description="A single-step task id.")
+    model: str = Field(BUNDLED, description="'smollm2' (bundled GGUF), a local folder or a hub id.")
+    steps: int = Field(20, ge=1, description="Optimizer steps.")
+    prompts_per_step: int = Field(2, ge=1, description="Train items per step.")
+    generations: int = Field(8, ge=2, description="Completions per item (the GRPO group).")
+    max_new_tokens: int = Field(48, ge=1, description="Completion length limit.")
+    learning_rate: float = Field(1e-5, gt=0, description="AdamW learning rate.")
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature of the rollouts.")
+    lora_r: int | None = Field(None, ge=1, description="LoRA rank (None: full fine-tune).")
+    prefill: str | None = Field(DEFAULT_PREFILL, description="Start of every reply, in training and in eval.")
+    seed: int = Field(0, ge=0, description="First train seed (step k plays seeds seed + k*prompts ...).")
+    eval_episodes: int = Field(50, ge=0, description="Eval-partition items before and after (0: no eval).")
+    eval_seed: int = Field(0, ge=0, description="First eval seed.")
+    bf16: bool = Field(True, description="bf16 autocast for generation and training (float32 weights).")
+
+    @classmethod
+    def build(cls, **values: Any) -> TrainConfig:
+        """Validate, turning pydantic's error into a ValueError naming the option."""
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise ValueError(f"invalid train options: {describe_validation_error(exc)}") from exc
+
+
+@dataclass
+class TrainResult:
+    """What ``train`` returns: where things went and the before/after eval."""
+
+    out_dir: Path
+    model_dir: Path
+    log_path: Path
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _user_text(adapter: Any, observation: Any) -> str:
+    # A text-only model gets the adapter's own text-only message (what the agent sends with LLM_IMAGES=0).
+    user = adapter.user(observation, None)
+    return user if isinstance(user, str) else (adapter.text_only(observation) or text_of(user))
+
+
+class EnvReward:
+    """The reward function TRL calls: the environment's reward of prefill + completion, logged per step."""
+
+    def __init__(self, config: TrainConfig, log_path: Path) -> None:
+        self.config = config
+        self.spec = get_spec(config.task)
+        self.env = make(config.task, partition="train")
+        self.adapter = get_adapter(self.spec)
+        self.log_path = log_path
+        self.step = 0
+        self.started = time.perf_counter()
+        self.__name__ = "env_reward"  # TRL names the reward column after it
+
+    def prompt(self, seed: int) -> dict[str, Any]:
+        """The training row of train seed ``seed``: the rendered prompt and what identifies the item."""
+        obs = self.env.reset(seed=seed)
+        system = self.adapter.system(self.spec, obs)
+        return {
+            "seed": seed,
+            "item_id": str(getattr(obs, "item_id", seed)),
+            "messages": (system, _user_text(self.adapter, obs)),
+        }
+
+    def score(self, seed: int, completion: str) -> tuple[float, bool, bool, float | None, str]:
+        """``(reward, malformed, abstained, abstain floor, item id)`` of one completion."""
+        obs = self.env.reset(seed=seed)
+        action, parse, _ = read_action(self.adapter, (self.config.prefill or "") + completion, obs)
+        result = self.env.step(action)
+        breakdown = result.info.get("reward_breakdown") or {}
+        # An environment that parses the raw reply itself (send_raw) has the last word on what is malformed.
+        env_says = result.info.get("malformed")
+        malformed = bool(env_says) if env_says is not None else parse == "malformed" or "malformed" in breakdown
+        floor = getattr(obs, "abstain_reward", None)
+        item = str(getattr(obs, "item_id", seed))
+        return float(result.reward), malformed, "abstain" in breakdown, floor, item
+
+    def __call__(self, prompts: list[Any], completions: list[Any], seed: list[int], **_: Any) -> list[float]:
+        """Score every completion of one generation batch and append the step's line to the log."""
+        # Prompts are plain text (rendered with the prefill), so TRL hands back plain-text completions.
+        rows = [self.score(int(s), str(c)) for s, c in zip(seed, completions, strict=True)]
+        rewards = [r[0] for r in rows]
+        floors = [r[3] for r in rows if r[3] is not None]
+        floor = statistics.fmean(floors) if floors else None
+        mean = statistics.fmean(rewards)
+        self.step += 1
+        line = {
+            "step": self.step,
+            "n": len(rows),
+            "reward_mean": mean,
+            "reward_std": statistics.pstdev(rewards),
+            "malformed_rate": sum(r[1] for r in rows) / len(rows),
+            "abstain_rate": sum(r[2] for r in rows) / len(rows),
+            "abstain_floor": floor,
+            "reward_gain": None if floor is None else mean - floor,
+            "partition": "train",
+            "item_ids": sorted({r[4] for r in rows}),
+            "seeds": sorted({int(s) for s in seed}),
+            "rewards": rewards,
+            "sample": (self.config.prefill or "") + str(completions[0]),
+            "elapsed_s": round(time.perf_counter() - self.started, 1),
+        }
+        with self.log_path.open("a") as fh:
+            fh.write(json.dumps(line) + "\n")
+        return rewards
+
+
+@contextlib.contextmanager
+def _autocast(enabled: bool) -> Iterator[None]:
+    # TRL generates outside the Trainer's own mixed-precision context: one autocast covers both.
+    if not enabled:
+        yield
+        return
+    torch = importlib.import_module("torch")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        yield
+
+
+def evaluate(
+    model: Any, tokenizer: Any, config: TrainConfig, label: str, out_dir: Path, db_path: Path | None
+) -> dict[str, Any]:
+    """Play ``eval_episodes`` eval-partition items with the ``llm`` agent on ``model``; the run's figures."""
+    from integrity_gym.bench.runner import BenchConfig, run_bench
+    from integrity_gym.train.endpoint import serve_model
+
+    model.eval()
+    with serve_model(model, tokenizer, label) as url:
+        settings = LLMSettings(
+            api_base_url=url, model_name=label, temperature=0.0, max_tokens=config.max_new_tokens,
+            prefill=config.prefill, response_format="none", images=False, timeout_s=600.0, retries=0,
+        )  # fmt: skip
+        bench = BenchConfig.build(
+            tasks=config.task, agent="llm", episodes=config.eval_episodes, seed=config.eval_seed, partition="eval"
+        )
+        result = run_bench(bench=bench, out_dir=out_dir, db_path=db_path, llm_settings=settings, overwrite=True)
+    summary = result.summaries[config.task]
+    steps = [s for r in result.records for s in r.trajectory]
+    n = len(steps) or 1
+    return {
+        "label": label,
+        "run_id": result.run_id,
+        "out_dir": str(result.out_dir),
+        "episodes": summary.episodes,
+        "mean_score": summary.mean_score,
+        "score_ci95": summary.score_ci95,
+        "malformed_rate": sum("malformed" in s.reward_breakdown for s in steps) / n,
+        "abstain_rate": sum("abstain" in s.reward_breakdown for s in steps) / n,
+        "metrics": summary.metrics,
+    }
+
+
+def train(config: TrainConfig, out_dir: Path, *, db_path: Path | None = None) -> TrainResult:
+    """Run the whole recipe (see the module docstring) into ``out_dir``."""
+    spec = get_spec(config.task)
+    if spec.max_steps != 1:
+        raise ValueError(
+            f"{config.task} is a multi-step task (max_steps={spec.max_steps}); igym train trains single-step "
+            "tasks only (e.g. selective_verification/text-v1): docs/training.md says what multi-step needs"
+        )
+    require_train_extra()
+    datasets = importlib.import_module("datasets")
+    trl = importlib.import_module("trl")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log_path = out_dir / LOG_NAME
+    log_path.write_text("")
+    model, tokenizer = load_model(config.model)
+    label = Path(config.model).name if config.model != BUNDLED else "SmolLM2-135M-Instruct"
+    reward = EnvReward(config, log_path)
+    rows = []
+    for seed in range(config.seed, config.seed + config.steps * config.prompts_per_step):
+        row = reward.prompt(seed)
+        system, user = row.pop("messages")
+        rows.append({**row, "prompt": render(tokenizer, prompt_messages(system, user, config.prefill))})
+    before = None
+    with _autocast(config.bf16):
+        if config.eval_episodes:
+            before = evaluate(model, tokenizer, config, f"{label}-before", out_dir / "eval-before", db_path)
+        model.train()
+        peft_config = None
+        if config.lora_r is not None:
+            peft = importlib.import_module("peft")
+            peft_config = peft.LoraConfig(r=config.lora_r, lora_alpha=2 * config.lora_r, target_modules="all-linear")
+        args = trl.GRPOConfig(
+            output_dir=str(out_dir / "trainer"), max_steps=config.steps, learning_rate=config.learning_rate,
+            per_device_train_batch_size=config.prompts_per_step * config.generations,
+            num_generations=config.generations, max_completion_length=config.max_new_tokens,
+            temperature=config.temperature, seed=config.seed, shuffle_dataset=False, use_cpu=True,
+            logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True,
+        )  # fmt: skip
+        trainer = trl.GRPOTrainer(
+            model=model, reward_funcs=reward, args=args, processing_class=tokenizer,
+            train_dataset=datasets.Dataset.from_list(rows), peft_config=peft_config,
+        )  # fmt: skip
+        trainer.train()
+        trained = trainer.model
+        model_dir = save_model(trained, tokenizer, out_dir / "model")
+        if hasattr(trained, "merge_and_unload"):
+            trained = trained.merge_and_unload()
+        after = None
+        if config.eval_episodes:
+            after = evaluate(trained, tokenizer, config, f"{label}-grpo", out_dir / "eval-after", db_path)
+    steps = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
+    (out_dir / "trainer_log.jsonl").write_text("".join(json.dumps(e) + "\n" for e in trainer.state.log_history))
+    summary = {"config": config.model_dump(mode="json"), "before": before, "after": after, "model_dir": str(model_dir)}
+    (out_dir / SUMMARY_NAME).write_text(json.dumps(summary, indent=2) + "\n")
+    return TrainResult(out_dir, model_dir, log_path, before, after, steps)
