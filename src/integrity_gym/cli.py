@@ -500,6 +500,12 @@ def train(
                 f"{stage['abstain_rate']:.2f}"
             )
     console.print(f"model saved in {result.model_dir}; per-step log {result.log_path}")
+    try:
+        from integrity_gym.train.curves import draw_training
+
+        console.print(f"training curves: {draw_training(out, out / 'training.png')}")
+    except ImportError as exc:
+        console.print(f"no training curves ({exc})")
 
 
 def main() -> None:

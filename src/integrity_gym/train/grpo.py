@@ -58,7 +58,7 @@ class TrainConfig(BaseModel):
     seed: int = Field(0, ge=0, description="First train seed (step k plays seeds seed + k*prompts ...).")
     eval_episodes: int = Field(50, ge=0, description="Eval-partition items before and after (0: no eval).")
     eval_seed: int = Field(0, ge=0, description="First eval seed.")
-    bf16: bool = Field(True, description="bf16 autocast for generation and training (float32 weights).")
+    bf16: bool = Field(True, description="bf16 autocast for GRPO's generation and training (float32 weights).")
 
     @classmethod
     def build(cls, **values: Any) -> TrainConfig:
@@ -220,9 +220,9 @@ def train(config: TrainConfig, out_dir: Path, *, db_path: Path | None = None) ->
         system, user = row.pop("messages")
         rows.append({**row, "prompt": render(tokenizer, prompt_messages(system, user, config.prefill))})
     before = None
+    if config.eval_episodes:
+        before = evaluate(model, tokenizer, config, f"{label}-before", out_dir / "eval-before", db_path)
     with _autocast(config.bf16):
-        if config.eval_episodes:
-            before = evaluate(model, tokenizer, config, f"{label}-before", out_dir / "eval-before", db_path)
         model.train()
         peft_config = None
         if config.lora_r is not None:
@@ -240,13 +240,13 @@ def train(config: TrainConfig, out_dir: Path, *, db_path: Path | None = None) ->
             train_dataset=datasets.Dataset.from_list(rows), peft_config=peft_config,
         )  # fmt: skip
         trainer.train()
-        trained = trainer.model
-        model_dir = save_model(trained, tokenizer, out_dir / "model")
-        if hasattr(trained, "merge_and_unload"):
-            trained = trained.merge_and_unload()
-        after = None
-        if config.eval_episodes:
-            after = evaluate(trained, tokenizer, config, f"{label}-grpo", out_dir / "eval-after", db_path)
+    trained = trainer.model
+    model_dir = save_model(trained, tokenizer, out_dir / "model")
+    if hasattr(trained, "merge_and_unload"):
+        trained = trained.merge_and_unload()
+    after = None
+    if config.eval_episodes:
+        after = evaluate(trained, tokenizer, config, f"{label}-grpo", out_dir / "eval-after", db_path)
     steps = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
     (out_dir / "trainer_log.jsonl").write_text("".join(json.dumps(e) + "\n" for e in trainer.state.log_history))
     summary = {"config": config.model_dump(mode="json"), "before": before, "after": after, "model_dir": str(model_dir)}

@@ -1,0 +1,98 @@
+"""Training curves from a ``igym train`` folder: per-step reward, malformed and abstain rates, gain.
+
+``draw_training(folder, png)`` reads ``train_log.jsonl`` (one line per GRPO step, written by
+``grpo.EnvReward``) and ``train_summary.json`` (the before/after eval) and draws four panels:
+train reward against the always-abstain floor, ``reward_gain`` over that floor, malformed and
+abstain rates, and the eval mean grade before and after with 95% intervals. Needs matplotlib
+(the ``report`` extra). ``python -m integrity_gym.train.curves FOLDER PNG`` redraws one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from integrity_gym.train.grpo import LOG_NAME, SUMMARY_NAME
+
+
+def read_log(folder: Path) -> list[dict[str, Any]]:
+    """The per-step lines of a training folder, in step order."""
+    path = folder / LOG_NAME
+    if not path.is_file():
+        raise ValueError(f"{folder} holds no {LOG_NAME}: is it an `igym train --out` folder?")
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return sorted(lines, key=lambda x: int(x["step"]))
+
+
+def _rolling(values: list[float], width: int = 5) -> list[float]:
+    out = []
+    for i in range(len(values)):
+        window = values[max(0, i - width + 1) : i + 1]
+        out.append(sum(window) / len(window))
+    return out
+
+
+def draw_training(folder: Path, png: Path) -> Path:
+    """Draw the four training panels of ``folder`` into ``png``; return ``png``."""
+    from integrity_gym.bench.plots import _plt, _save
+
+    steps = read_log(folder)
+    summary_path = folder / SUMMARY_NAME
+    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    x = [int(s["step"]) for s in steps]
+    n = steps[0]["n"] if steps else 0
+    plt = _plt()
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6.5))
+    ax = axes[0][0]
+    reward = [float(s["reward_mean"]) for s in steps]
+    ax.plot(x, reward, "o", ms=3, alpha=0.5, label=f"mean of {n} completions")
+    ax.plot(x, _rolling(reward), "-", label="rolling mean (5 steps)")
+    floors = [s["abstain_floor"] for s in steps if s.get("abstain_floor") is not None]
+    if floors:
+        ax.axhline(floors[0], ls=":", color="k", label="always abstain")
+    ax.set(title="train reward", xlabel="step", ylim=(-0.02, 1.02))
+    ax.legend(fontsize=8)
+    ax = axes[0][1]
+    gain = [s["reward_gain"] for s in steps if s.get("reward_gain") is not None]
+    if gain:
+        ax.plot(x[: len(gain)], gain, "o", ms=3, alpha=0.5)
+        ax.plot(x[: len(gain)], _rolling(gain), "-")
+        ax.axhline(0, ls=":", color="k")
+    ax.set(title="reward_gain over always abstaining", xlabel="step")
+    ax = axes[1][0]
+    for key, label in (("malformed_rate", "malformed"), ("abstain_rate", "abstain")):
+        values = [float(s[key]) for s in steps]
+        ax.plot(x, values, "o", ms=3, alpha=0.4)
+        ax.plot(x, _rolling(values), "-", label=label)
+    ax.set(title="share of completions", xlabel="step", ylim=(-0.02, 1.02))
+    ax.legend(fontsize=8)
+    ax = axes[1][1]
+    stages: list[tuple[str, dict[str, Any]]] = [(k, summary[k]) for k in ("before", "after") if summary.get(k)]
+    for i, (_, s) in enumerate(stages):
+        mean = s["mean_score"]
+        low, high = s.get("score_ci95") or (mean, mean)
+        ax.errorbar([i], [mean], yerr=[[mean - low], [high - mean]], fmt="o", capsize=6)
+        ax.annotate(f"{mean:.3f}\nabstain {s['abstain_rate']:.2f}\nmalformed {s['malformed_rate']:.2f}",
+                    (i, mean), textcoords="offset points", xytext=(12, -18), fontsize=8)  # fmt: skip
+    if floors:
+        ax.axhline(floors[0], ls=":", color="k")
+    episodes = stages[0][1]["episodes"] if stages else 0
+    ax.set(title=f"eval partition, greedy ({episodes} items, 95% CI)", xlim=(-0.5, 1.5), ylim=(-0.02, 1.02))
+    ax.set_xticks(range(len(stages)), [name for name, _ in stages])
+    fig.tight_layout()
+    return _save(fig, png)
+
+
+def main() -> None:
+    """``python -m integrity_gym.train.curves FOLDER PNG``."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("png", type=Path)
+    args = parser.parse_args()
+    print(draw_training(args.folder, args.png))
+
+
+if __name__ == "__main__":
+    main()
