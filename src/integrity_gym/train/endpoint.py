@@ -30,7 +30,7 @@ class _Generator:
     def complete(self, body: dict[str, Any]) -> tuple[str, int, int, str]:
         torch, tok = self.torch, self.tokenizer
         prompt = render(tok, body["messages"])
-        inputs = tok(prompt, return_tensors="pt", add_special_tokens=False)
+        inputs = tok(prompt, return_tensors="pt", add_special_tokens=False).to(self.model.device)
         temperature = float(body.get("temperature") or 0.0)
         kwargs: dict[str, Any] = {
             "max_new_tokens": int(body.get("max_tokens") or 256),

@@ -153,6 +153,10 @@ class EnvReward:
         return rewards
 
 
+def _device() -> str:
+    return "cuda" if importlib.import_module("torch").cuda.is_available() else "cpu"
+
+
 @contextlib.contextmanager
 def _autocast(enabled: bool) -> Iterator[None]:
     # TRL generates outside the Trainer's own mixed-precision context: one autocast covers both.
@@ -160,7 +164,7 @@ def _autocast(enabled: bool) -> Iterator[None]:
         yield
         return
     torch = importlib.import_module("torch")
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch.autocast(_device(), dtype=torch.bfloat16):
         yield
 
 
@@ -212,6 +216,7 @@ def train(config: TrainConfig, out_dir: Path, *, db_path: Path | None = None) ->
     log_path = out_dir / LOG_NAME
     log_path.write_text("")
     model, tokenizer = load_model(config.model)
+    model.to(_device())
     label = Path(config.model).name if config.model != BUNDLED else "SmolLM2-135M-Instruct"
     reward = EnvReward(config, log_path)
     rows = []
@@ -232,7 +237,7 @@ def train(config: TrainConfig, out_dir: Path, *, db_path: Path | None = None) ->
             output_dir=str(out_dir / "trainer"), max_steps=config.steps, learning_rate=config.learning_rate,
             per_device_train_batch_size=config.prompts_per_step * config.generations,
             num_generations=config.generations, max_completion_length=config.max_new_tokens,
-            temperature=config.temperature, seed=config.seed, shuffle_dataset=False, use_cpu=True,
+            temperature=config.temperature, seed=config.seed, shuffle_dataset=False, use_cpu=_device() == "cpu",
             logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True,
         )  # fmt: skip
         trainer = trl.GRPOTrainer(
