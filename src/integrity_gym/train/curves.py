@@ -62,10 +62,10 @@ def draw_training(folder: Path, png: Path) -> Path:
         ax.axhline(0, ls=":", color="k")
     ax.set(title="reward_gain over always abstaining", xlabel="step")
     ax = axes[1][0]
-    for key, label in (("malformed_rate", "malformed"), ("abstain_rate", "abstain")):
+    for key, label, color in (("malformed_rate", "malformed", "tab:orange"), ("abstain_rate", "abstain", "tab:red")):
         values = [float(s[key]) for s in steps]
-        ax.plot(x, values, "o", ms=3, alpha=0.4)
-        ax.plot(x, _rolling(values), "-", label=label)
+        ax.plot(x, values, "o", ms=3, alpha=0.4, color=color)
+        ax.plot(x, _rolling(values), "-", label=label, color=color)
     ax.set(title="share of completions", xlabel="step", ylim=(-0.02, 1.02))
     ax.legend(fontsize=8)
     ax = axes[1][1]
