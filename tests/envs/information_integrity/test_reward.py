@@ -195,3 +195,42 @@ def test_bad_decide_steps_and_preset_paths_are_named() -> None:
         rw.step_breakdown(config, kind="decide", step_number=1, efficient=9, decision="allow")
     with pytest.raises(ValueError, match=re.escape("'no/such/file.yaml' is neither a preset")):
         rw.load_reward_config("no/such/file.yaml")
+
+
+def test_the_default_preset_is_loaded_without_an_argument() -> None:
+    assert rw.load_reward_config() == rw.load_reward_config("default") != rw.load_reward_config("reference")
+
+
+def test_preset_errors_name_the_presets_and_the_file(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=re.escape("is neither a preset (default, reference) nor a YAML file")):
+        rw.load_reward_config("nope")
+    listed = tmp_path / "listed.yaml"
+    listed.write_text("- 1\n- 2\n", "utf-8")
+    with pytest.raises(ValueError, match=f"^reward_preset: {re.escape(str(listed))} must hold a YAML mapping"):
+        rw.load_reward_config(listed)
+
+
+def test_efficient_steps_are_one_per_claim_and_source_plus_the_decision() -> None:
+    config = rw.load_reward_config("reference").model_copy(update={"efficient_step_threshold": None})
+    assert rw.efficient_steps(config, 3, 4) == 8
+    assert rw.efficient_steps(config.model_copy(update={"efficient_step_threshold": 5}), 3, 4) == 5
+
+
+def test_single_components_keep_their_names() -> None:
+    config = rw.load_reward_config("default")
+    invalid = rw.step_breakdown(config, kind="invalid", step_number=1, efficient=0)
+    assert invalid == {"invalid_action": config.invalid_action}
+    # A decide step is not premature unless the environment says so.
+    plain = rw.step_breakdown(config, kind="decide", step_number=1, efficient=9, decision="flag", label="flag")
+    assert plain == {"decision_correct": config.correct_decision}
+    with pytest.raises(ValueError, match=r"^a decide step needs decision and label$"):
+        rw.step_breakdown(config, kind="decide", step_number=1, efficient=9, label="allow")
+
+
+def test_the_clip_component_is_what_the_clip_cut_and_rounding_is_no_clip() -> None:
+    config = rw.load_reward_config("reference")
+    parts = {"decision_correct": 1.0, "decision_partial": 0.5}
+    rw.apply_clip(config, 1.8, parts)
+    assert parts["clip"] == pytest.approx(-1.3)
+    tiny = {"check_source": 1e-12}
+    assert rw.apply_clip(config, 0.0, tiny) == (0.0, False) and "clip" not in tiny

@@ -11,6 +11,7 @@ from integrity_gym.core.seeding import make_rng
 from integrity_gym.core.spans import iou
 from integrity_gym.envs.pii_redaction import reward as rw
 from integrity_gym.envs.pii_redaction.env import PiiRedactionEnv
+from integrity_gym.envs.pii_redaction.matching import MatchCounts
 from integrity_gym.envs.pii_redaction.models import Document, Entity, RedactionAction
 
 from .conftest import synthetic_document
@@ -208,3 +209,45 @@ def test_the_skip_miss_penalty_is_per_missed_entity() -> None:
     env.reset(seed=0, options={"document": doc()})
     missed = parts(env.step("SKIP"))["skip_miss_penalty"]
     assert missed == pytest.approx(-2 * rw.PRESETS["default"].skip_miss_penalty) and missed < 0
+
+
+def test_a_value_is_its_letters_and_digits_casefolded() -> None:
+    assert rw.value_key("Jo-Ann O'Neil") == "joannoneil"
+    assert rw.value_key("ＡＭＹ") == "amy"  # NFKC: full-width letters are the plain ones
+    assert rw.value_key("—·—") == "—·—"  # nothing alphanumeric: the folded text itself
+
+
+def test_recall_weights_share_one_unit_between_labels_values_and_mentions() -> None:
+    entities = [("NAME", "Amy"), ("NAME", "amy"), ("NAME", "Bo"), ("EMAIL", "a@b.c")]
+    weights = rw.gold_weights(rw.PRESETS["default"], entities)
+    assert weights.recall == pytest.approx((0.125, 0.125, 0.25, 0.5)) and sum(weights.recall) == pytest.approx(1)
+    assert weights.hit == pytest.approx((0.5, 0.5, 1.0, 1.0))
+
+
+def counts(*, gold: int = 0, predictions: int = 0) -> MatchCounts:
+    """Totals of a matching in which nothing matched."""
+    return MatchCounts(
+        matched=0,
+        label_correct=0,
+        predictions=predictions,
+        gold=gold,
+        weight_matched=0.0,
+        weight_correct=0.0,
+        weight_total=float(gold),
+        hits=0.0,
+    )
+
+
+def test_scores_with_nothing_to_find_or_nothing_found() -> None:
+    matched = rw.PRESETS["reference"]
+    assert rw.precision_of(counts()) == 1.0 and rw.precision_of(counts(gold=2)) == 0.0
+    assert rw.precision_of(counts(gold=2, predictions=3)) == 0.0
+    assert rw.label_accuracy(matched, counts()) == 1.0
+    assert rw.label_accuracy(matched, counts(gold=2, predictions=3)) == 0.0
+    assert rw.utility(rw.PRESETS["default"], over_redacted=0, non_pii=0, redacted=4, length=4) == 1.0
+
+
+def test_penalties_scale_with_their_counts() -> None:
+    config = rw.PRESETS["default"]
+    assert rw.duplicate_reward(config, 3) == {"duplicate_penalty": pytest.approx(-3 * config.duplicate_penalty)}
+    assert rw.skip_reward(config, missed=0, trailing_skips=1) == {}  # the first SKIP does not stagnate

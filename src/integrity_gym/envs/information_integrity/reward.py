@@ -57,17 +57,13 @@ def load_reward_config(preset: str | Path = "default") -> RewardConfig:
     """Load a preset by name (``default``, ``reference``) or a YAML file by path."""
     if isinstance(preset, str) and preset in PRESETS:
         text = resources.files(__package__).joinpath("data", "rewards", f"{preset}.yaml").read_text("utf-8")
-        origin = preset
+    elif Path(preset).is_file():
+        text = Path(preset).read_text("utf-8")
     else:
-        path = Path(preset)
-        if not path.is_file():
-            raise ValueError(
-                f"reward_preset: {str(preset)!r} is neither a preset ({', '.join(PRESETS)}) nor a YAML file"
-            )
-        text, origin = path.read_text("utf-8"), str(path)
+        raise ValueError(f"reward_preset: {str(preset)!r} is neither a preset ({', '.join(PRESETS)}) nor a YAML file")
     data = yaml.safe_load(text)
     if not isinstance(data, dict):
-        raise ValueError(f"reward_preset: {origin} must hold a YAML mapping of component -> value")
+        raise ValueError(f"reward_preset: {preset} must hold a YAML mapping of component -> value")
     config: RewardConfig = validate_config(RewardConfig, data)
     return config
 

@@ -144,7 +144,7 @@ def precision_of(counts: MatchCounts) -> float:
     if counts.predictions == 0:
         return 1.0 if counts.gold == 0 else 0.0
     false_positives = counts.predictions - counts.matched
-    return counts.hits / (counts.hits + false_positives) if counts.matched else 0.0
+    return counts.hits / (counts.hits + false_positives)
 
 
 def recall_of(config: RewardConfig, counts: MatchCounts) -> float:
