@@ -2,7 +2,8 @@
 
 Skipped without Chromium or Playwright (the ``browser`` extra); with IGYM_REQUIRE_SERVICES=1 (CI)
 their absence is a failure. Every page fails its test on a console error, an uncaught exception
-or horizontal overflow. Screenshots go to ``<pytest's base temp>/screenshots``.
+or horizontal overflow, and each screenshot's page on a repeated id or an id reference that points
+nowhere. Screenshots go to ``<pytest's base temp>/screenshots``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,35 @@ VIEWPORTS: dict[str, dict[str, Any]] = {
         "device_scale_factor": 2,
     },
 }
+
+
+#: Every id used once; every id reference (``for=``, ``aria-labelledby`` ...) names an element that
+#: exists and sits in the same run column (``[data-run]``) as the reference, or both in none.
+_ID_AUDIT = """() => {
+  const counts = new Map();
+  for (const node of document.querySelectorAll('[id]')) counts.set(node.id, (counts.get(node.id) || 0) + 1);
+  const problems = [...counts].filter(([id, n]) => n > 1 || !/^\\S+$/.test(id)).map(([id, n]) => `id "${id}" x${n}`);
+  const attrs = ['for', 'aria-labelledby', 'aria-describedby', 'aria-controls'];
+  for (const node of document.querySelectorAll(attrs.map((a) => `[${a}]`).join(','))) {
+    for (const attr of attrs) {
+      for (const id of (node.getAttribute(attr) || '').split(/\\s+/).filter(Boolean)) {
+        const target = document.getElementById(id);
+        if (!target) problems.push(`${attr}="${id}" names no element`);
+        else if (target.closest('[data-run]') !== node.closest('[data-run]')) {
+          problems.push(`${attr}="${id}" names an element of another column`);
+        }
+      }
+    }
+  }
+  return [counts.size, problems];
+}"""
+
+
+def assert_sound_ids(page: Any) -> int:
+    """Fail on a repeated id or a dangling id reference on ``page``; the number of ids it holds."""
+    count, problems = page.evaluate(_ID_AUDIT)
+    assert problems == [], problems
+    return int(count)
 
 
 def chromium_path() -> str | None:
@@ -92,6 +122,7 @@ class Watched:
         """Save a screenshot ``<name>-<viewport>.png``; fail on sideways overflow or a leaked JS placeholder."""
         self.assert_no_overflow()
         self.assert_no_placeholders()
+        assert_sound_ids(self.page)
         path = self.folder / f"{name}-{self.viewport}.png"
         self.page.screenshot(path=str(path), full_page=full_page)
         return path

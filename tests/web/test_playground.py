@@ -1,7 +1,8 @@
 """The playground in a real browser: one episode of each environment played by clicking and typing.
 
 Every episode is replayed in-process with the same actions: each step's reward, the observation
-the page shows, the grade and explain() must be the environment's own. The page must use only the
+the page shows, the grade and explain() must be the environment's own. After every step the page
+holds each id once. The page must use only the
 public API (never the full state, the grade only after the last step), show rejected actions'
 messages, and respect the server's capacity and lost sessions.
 """
@@ -18,7 +19,7 @@ import pytest
 
 from integrity_gym.core.registry import get_spec
 from tests.server.servers import ServerProcess, running_server
-from tests.web.conftest import Watched
+from tests.web.conftest import Watched, assert_sound_ids
 
 VIEWPORT_NAMES = ["desktop", "phone"]
 
@@ -58,6 +59,7 @@ def wait_steps(page: Any, n: int) -> None:
     # Locator waits, not wait_for_function: the page's policy forbids the eval that one needs.
     expect(page.locator("#steps > li")).to_have_count(n)
     page.wait_for_selector("body:not([data-busy])")
+    assert_sound_ids(page)
 
 
 def check_last_step(page: Any, text: str, reward: float) -> None:
@@ -94,27 +96,36 @@ def check_end(watched: Watched, env: Any, total: float, name: str) -> None:
     assert len(graded) == 2 and min(graded) > last_step, calls
 
 
+#: ``at(k)``: the text node of the document window holding its character k, and k's offset in it.
+_CHARACTER_AT = """
+  const doc = document.getElementById('pii-text');
+  const at = (k) => {
+    const walk = document.createTreeWalker(doc, NodeFilter.SHOW_TEXT);
+    let node, seen = 0;
+    while ((node = walk.nextNode())) {
+      if (k < seen + node.length) return [node, k - seen];
+      seen += node.length;
+    }
+  };
+"""
+
+
 def drag_select(page: Any, start: int, end: int) -> None:
     """Select characters [start, end) of the document window by dragging the mouse over them."""
     points = page.evaluate(
-        """([a, b]) => {
-          const doc = document.getElementById('pii-text');
-          const at = (k) => {
-            const walk = document.createTreeWalker(doc, NodeFilter.SHOW_TEXT);
-            let node, seen = 0;
-            while ((node = walk.nextNode())) {
-              if (k < seen + node.length) {
-                const r = document.createRange();
-                r.setStart(node, k - seen);
-                r.setEnd(node, k - seen + 1);
-                return r.getClientRects()[0];
-              }
-              seen += node.length;
-            }
+        """([a, b]) => {"""
+        + _CHARACTER_AT
+        + """
+          const box = (k) => {
+            const [node, i] = at(k);
+            const r = document.createRange();
+            r.setStart(node, i);
+            r.setEnd(node, i + 1);
+            return r.getClientRects()[0];
           };
-          const first = at(a);
+          const first = box(a);
           window.scrollBy(0, first.top - window.innerHeight / 3);
-          const p = at(a), q = at(b - 1);
+          const p = box(a), q = box(b - 1);
           return [p.left + 1, p.top + p.height / 2, q.right - 1, q.top + q.height / 2];
         }""",
         [start, end],
@@ -123,6 +134,41 @@ def drag_select(page: Any, start: int, end: int) -> None:
     page.mouse.down()
     page.mouse.move(points[2], points[3], steps=8)
     page.mouse.up()
+
+
+def handle_select(page: Any, start: int, end: int) -> None:
+    """Select characters [start, end) through the Selection API, from the end backwards.
+
+    A phone's long press and selection handles change the selection without sending the page a
+    mouse or touch event; headless Chromium makes no selection from emulated touches at all (a
+    1.2 s press, by Input.synthesizeTapGesture or by raw touch events, selects nothing), so the
+    gesture cannot be driven here: the selection it would leave is set directly.
+    """
+    page.evaluate(
+        "([a, b]) => {"
+        + _CHARACTER_AT
+        + "const [s, i] = at(a), [e, j] = at(b - 1); getSelection().setBaseAndExtent(e, j + 1, s, i); }",
+        [start, end],
+    )
+
+
+def selection_listeners(page: Any) -> int:
+    """How many selectionchange listeners the document holds (Chromium's DevTools protocol counts them)."""
+    cdp = page.context.new_cdp_session(page)
+    try:
+        document = cdp.send("Runtime.evaluate", {"expression": "document"})["result"]["objectId"]
+        found = cdp.send("DOMDebugger.getEventListeners", {"objectId": document})["listeners"]
+    finally:
+        cdp.detach()
+    return sum(1 for listener in found if listener["type"] == "selectionchange")
+
+
+def expect_offsets(page: Any, start: int, end: int) -> None:
+    """The REDACT form holds these offsets (the page fills it on the selection's change event)."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("#redact-start")).to_have_value(str(start))
+    expect(page.locator("#redact-end")).to_have_value(str(end))
 
 
 @pytest.mark.parametrize("viewport", VIEWPORT_NAMES)
@@ -139,10 +185,7 @@ def test_play_pii_redaction(server: ServerProcess, open_page: Any, viewport: str
     total, n = 0.0, 0
     for entity in gold:
         drag_select(page, entity.start, entity.end)
-        assert (page.input_value("#redact-start"), page.input_value("#redact-end")) == (
-            str(entity.start),
-            str(entity.end),
-        )
+        expect_offsets(page, entity.start, entity.end)
         assert entity.text in page.inner_text("#redact-selection")
         page.select_option("#redact-label", entity.label)
         page.click("#act-REDACT")
@@ -174,6 +217,37 @@ def test_play_pii_redaction(server: ServerProcess, open_page: Any, viewport: str
     total, n = total + result.reward, n + 1
     wait_steps(page, n)
     check_end(watched, env, total, "pii_redaction")
+
+
+def test_redact_on_a_phone_by_touch(server: ServerProcess, open_page: Any) -> None:
+    """On a touch phone: a selection made without mouse or key events fills REDACT, a tap sends it."""
+    task, seed = "pii_redaction/gdpr_contract_easy-v2", 1
+    env = local_env(task, seed)
+    window = env.observation().window_size
+    gold = [e for e in env.state().document.entities if e.end <= window][:2]
+    assert len(gold) == 2
+    watched = open_page("phone")
+    page = start(watched, server.url, task, seed)
+    assert page.evaluate("[navigator.maxTouchPoints > 0, matchMedia('(pointer: coarse)').matches]") == [True, True]
+    total = 0.0
+    for n, entity in enumerate(gold, start=1):
+        handle_select(page, entity.start, entity.end)
+        expect_offsets(page, entity.start, entity.end)
+        assert entity.text in page.inner_text("#redact-selection")
+        page.select_option("#redact-label", entity.label)
+        page.tap("#act-REDACT")  # a touch tap, not a click
+        result = env.step({"action_type": "REDACT", "start": entity.start, "end": entity.end, "label": entity.label})
+        total += result.reward
+        wait_steps(page, n)
+        check_last_step(page, f"REDACT({entity.start},{entity.end},{entity.label})", result.reward)
+    # Each step drew a new window, each with its listener; a selection change removes the stale ones.
+    handle_select(page, gold[0].start, gold[0].end)
+    expect_offsets(page, gold[0].start, gold[0].end)
+    assert selection_listeners(page) == 1
+    shown = env.observation().visible_text  # the window starts at 0: offsets are the window's own
+    assert page.locator("#pii-text mark").all_text_contents() == [shown[e.start : e.end] for e in gold]
+    assert number(page.inner_text("#return")) == pytest.approx(total, abs=5e-4)
+    watched.shot("pii_redaction-touch")
 
 
 @pytest.mark.parametrize("viewport", VIEWPORT_NAMES)

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from integrity_gym.cli import app as cli_app
 from integrity_gym.web.viewer import create_viewer_app
-from tests.web.conftest import Watched
+from tests.web.conftest import Watched, assert_sound_ids
 
 TASKS = "information_integrity/easy-v1,pii_redaction/gdpr_contract_easy-v2,selective_verification/random-v1"
 _RUNNING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
@@ -138,7 +138,7 @@ def test_step_through_a_recorded_run(view: Any, runs: Any, open_page: Any, viewp
     page.wait_for_selector(".run-col")
     steps = record["trajectory"]
     assert page.inner_text("#step-label") == f"step 0 of {len(steps)}"
-    assert page.text_content("#pii-text") == record["reset_observation"]["visible_text"]
+    assert page.text_content("#run0-pii-text") == record["reset_observation"]["visible_text"]
     assert page.locator("svg.curve polyline").count() == 1
     assert len(page.get_attribute("svg.curve polyline", "points").split()) == len(steps) + 1
     total = 0.0
@@ -151,18 +151,18 @@ def test_step_through_a_recorded_run(view: Any, runs: Any, open_page: Any, viewp
         assert page.inner_text("#step-label") == f"step {k} of {len(steps)}"
         assert step["action_text"] in page.inner_text(".run-col .steps")
         assert number(page.inner_text(".return-now")) == pytest.approx(total, abs=5e-4)
-        assert page.text_content("#pii-text") == step["observation"]["visible_text"]
+        assert page.text_content("#run0-pii-text") == step["observation"]["visible_text"]
         if k == 1:
             watched.shot("viewer-step")
     assert number(page.inner_text(".return-now")) == pytest.approx(record["total_return"], abs=5e-4)
     assert page.is_disabled("#step-next")
-    assert float(page.inner_text(".run-col #grade .score")) == pytest.approx(record["score"], abs=5e-4)
+    assert float(page.inner_text("#run0-grade .score")) == pytest.approx(record["score"], abs=5e-4)
     page.click("#step-prev")
     assert page.inner_text("#step-label") == f"step {len(steps) - 1} of {len(steps)}"
     box = page.locator("svg.curve").bounding_box()
     page.mouse.click(box["x"] + 2, box["y"] + box["height"] / 2)  # left of the first step: step 0
     assert page.inner_text("#step-label") == f"step 0 of {len(steps)}"
-    assert page.text_content("#pii-text") == record["reset_observation"]["visible_text"]
+    assert page.text_content("#run0-pii-text") == record["reset_observation"]["visible_text"]
     track = page.locator("#step-slider").bounding_box()  # drag the slider from its start to its end
     page.mouse.move(track["x"] + 4, track["y"] + track["height"] / 2)
     page.mouse.down()
@@ -194,12 +194,40 @@ def test_compare_two_runs_on_the_same_episodes(view: Any, runs: Any, open_page: 
     page.wait_for_selector(".run-col[data-run='1']")
     assert page.locator("svg.curve polyline").count() == 2
     page.click("#step-next")
-    columns = page.locator(".run-col")
-    for column, record in zip(columns.all(), (first, other), strict=True):
+    assert page.locator(".run-col").count() == 2
+    for r, (name, record) in enumerate((("heuristic", first), ("random", other))):
+        column = page.get_by_role("region", name=name, exact=True)  # each column is named by its run
+        assert column.get_attribute("data-run") == str(r)
         assert record["trajectory"][0]["action_text"] in column.locator(".steps").inner_text()
-        assert float(column.locator("#grade .score").inner_text()) == pytest.approx(record["score"], abs=5e-4)
-        assert column.locator("#picture").get_attribute("src") == record["trajectory"][0]["observation"]["image"]
+        score = column.locator(f"#run{r}-grade .score").inner_text()
+        assert float(score) == pytest.approx(record["score"], abs=5e-4)
+        image = column.locator(f"#run{r}-picture").get_attribute("src")
+        assert image == record["trajectory"][0]["observation"]["image"]
     watched.shot("viewer-compare")
+
+
+@pytest.mark.parametrize("agents", [("heuristic",), ("heuristic", "random")], ids=["one-run", "compare"])
+def test_every_id_once_at_every_step(view: Any, runs: Any, open_page: Any, agents: tuple[str, ...]) -> None:
+    """Each column renders the same parts: their ids must not repeat, on any task, at any step."""
+    from playwright.sync_api import expect  # the browser extra (the browser fixture skipped without it)
+
+    watched: Watched = open_page("desktop")
+    page = watched.page
+    page.goto(view(*agents))
+    page.wait_for_selector("body[data-ready]")
+    for task in TASKS.split(","):
+        page.select_option("#filter-task", task)
+        page.locator("#episodes tbody tr").first.click()
+        expect(page.locator("#detail h2").first).to_contain_text(task)  # this episode's, not the last one's
+        expect(page.locator(".run-col")).to_have_count(len(agents))
+        seen = assert_sound_ids(page)
+        while not page.is_disabled("#step-next"):
+            page.click("#step-next")
+            seen = max(seen, assert_sound_ids(page))
+        steps = max(len(next(r for r in runs[a][1] if r["task_id"] == task)["trajectory"]) for a in agents)
+        assert page.inner_text("#step-label") == f"step {steps} of {steps}"
+        # Vacuous if the columns had no ids at all: each run's grade card has one.
+        assert page.locator("[id$='grade']").count() == len(agents) and seen > 10
 
 
 def test_a_run_without_observations_shows_actions_and_rewards(view: Any, runs: Any, open_page: Any) -> None:
@@ -215,7 +243,7 @@ def test_a_run_without_observations_shows_actions_and_rewards(view: Any, runs: A
     page.wait_for_selector(".run-col")
     page.click("#step-next")
     assert record["trajectory"][0]["action_text"] in page.inner_text(".run-col .steps")
-    assert "Observation not recorded" in page.inner_text("#observation")
+    assert "Observation not recorded" in page.inner_text("#run0-observation")
     watched.shot("viewer-no-observations")
 
 

@@ -68,7 +68,7 @@ function renderSide() {
 
 function renderStage(observation) {
   const ui = state.done ? null : { act, enums: state.enums, draft: state.draft };
-  const view = renderObservation(state.env, observation, ui);
+  const view = renderObservation(state.env, observation, { ui });
   $("stage").replaceChildren(view);
   if (state.done) $("stage").prepend(el("div", { class: "card muted", id: "ended", text: "The episode has ended. Start another one above." }));
   // REDACT stays off until a span is chosen (render.js enables it).
@@ -145,7 +145,7 @@ async function finish() {
   const sid = encodeURIComponent(state.sid);
   const grade = await call(api(`${state.env}/grade/${sid}`));
   const words = await call(own(`api/explain/${state.env}/${sid}`));
-  $("result").replaceChildren(gradeCard(grade, words.explain));
+  $("result").replaceChildren(gradeCard(grade, { explain: words.explain }));
   await closeSession(); // free the server's slot: the episode is over
 }
 

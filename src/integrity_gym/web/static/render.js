@@ -1,6 +1,11 @@
 // Shared by the playground and the run viewer: DOM helpers, each environment's observation view,
 // the step line, the grade card and the return curve. Text is always set as text (never parsed as
 // HTML): posts, documents and model replies may contain markup.
+//
+// Ids: a page may show several episodes at once (the viewer's columns), so every id these renderers
+// give, and every reference to one (label for=, output for=, radio group names), goes through
+// ``scoped(scope)``. The playground shows one episode and passes no scope: its ids are plain
+// (#pii-text, #act-REDACT, #grade ...); the viewer passes "run0-", "run1-".
 
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -26,6 +31,11 @@ function svg(tag, attrs = {}, text) {
   for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, String(value));
   if (text !== undefined) node.textContent = text;
   return node;
+}
+
+/** The id maker of one rendering: ``name`` → ``scope + name``. */
+function scoped(scope) {
+  return (name) => `${scope}${name}`;
 }
 
 export function fmt(x, digits = 3) {
@@ -86,12 +96,12 @@ function markedText(text, start, spans) {
   return out;
 }
 
-function piiView(obs, ui) {
+function piiView(obs, ui, id) {
   // Under --profile seed001 our extra counters travel in metadata (the seed client's shape).
   const stepsLeft = obs.steps_left ?? (obs.metadata || {}).steps_left;
   const start = obs.cursor_position;
   const text = obs.visible_text;
-  const doc = el("pre", { class: "doc", id: "pii-text", tabindex: 0 }, markedText(text, start, obs.redacted_spans));
+  const doc = el("pre", { class: "doc", id: id("pii-text"), tabindex: 0, "aria-label": "document window" }, markedText(text, start, obs.redacted_spans));
   const pct = Math.round(100 * obs.progress_pct);
   const head = el(
     "div",
@@ -101,20 +111,20 @@ function piiView(obs, ui) {
     stepsLeft === undefined ? null : el("span", { class: "chip", text: `${stepsLeft} steps left` }),
     el("span", { class: "progress", title: `${pct}% read`, "aria-label": `${pct}% read` }, el("span", { style: { width: `${pct}%` } })),
   );
-  const card = el("section", { class: "card stack", id: "observation" }, el("h2", { text: "Document window" }), head, doc);
+  const card = el("section", { class: "card stack", id: id("observation") }, el("h2", { text: "Document window" }), head, doc);
   if (obs.previous_actions.length) {
     card.append(el("div", { class: "muted selection" }, "Last actions: ", el("span", { class: "mono", text: obs.previous_actions.join(" · ") })));
   }
   if (!ui) return card;
 
-  const startIn = el("input", { type: "number", id: "redact-start", min: 0, "aria-label": "start offset" });
-  const endIn = el("input", { type: "number", id: "redact-end", min: 0, "aria-label": "end offset" });
-  const label = el("select", { id: "redact-label", "aria-label": "label" }, ui.enums.label.map((l) => el("option", { value: l, text: l })));
+  const startIn = el("input", { type: "number", id: id("redact-start"), min: 0, "aria-label": "start offset" });
+  const endIn = el("input", { type: "number", id: id("redact-end"), min: 0, "aria-label": "end offset" });
+  const label = el("select", { id: id("redact-label"), "aria-label": "label" }, ui.enums.label.map((l) => el("option", { value: l, text: l })));
   if (ui.draft.label) label.value = ui.draft.label; // the last label chosen stays chosen
   label.addEventListener("change", () => { ui.draft.label = label.value; });
-  const shown = el("div", { class: "selection muted", id: "redact-selection", text: "Select text in the window to redact it." });
+  const shown = el("div", { class: "selection muted", id: id("redact-selection"), text: "Select text in the window to redact it." });
   const redact = el("button", {
-    class: "primary", id: "act-REDACT", disabled: true,
+    class: "primary", id: id("act-REDACT"), disabled: true,
     onclick: () => ui.act({ action_type: "REDACT", start: Number(startIn.value), end: Number(endIn.value), label: label.value }),
   }, "REDACT");
   const refresh = () => {
@@ -128,7 +138,15 @@ function piiView(obs, ui) {
   };
   startIn.addEventListener("input", refresh);
   endIn.addEventListener("input", refresh);
+  // One listener for every way a selection is made: a mouse drag, the keyboard (shift + arrows),
+  // and a phone's long press and selection handles, which send the page no mouse or touch event
+  // when they move. The event is the document's: the first one after this view is replaced
+  // removes the listener.
   const pick = () => {
+    if (!doc.isConnected) {
+      document.removeEventListener("selectionchange", pick);
+      return;
+    }
     const sel = window.getSelection();
     if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return;
     const range = sel.getRangeAt(0);
@@ -143,9 +161,7 @@ function piiView(obs, ui) {
     endIn.value = String(start + b);
     refresh();
   };
-  doc.addEventListener("mouseup", pick);
-  doc.addEventListener("keyup", pick);
-  doc.addEventListener("touchend", pick);
+  document.addEventListener("selectionchange", pick);
   const moves = ["PREV_CHUNK", "NEXT_CHUNK", "SKIP", "FINISH"].filter((m) => ui.enums.action_type.includes(m));
   card.append(
     el("div", { class: "row" },
@@ -155,7 +171,7 @@ function piiView(obs, ui) {
       redact),
     shown,
     el("div", { class: "row" }, moves.map((m) => el("button", {
-      id: `act-${m}`, class: m === "FINISH" ? "good" : "", onclick: () => ui.act({ action_type: m }),
+      id: id(`act-${m}`), class: m === "FINISH" ? "good" : "", onclick: () => ui.act({ action_type: m }),
     }, m))),
   );
   return card;
@@ -173,9 +189,9 @@ function stanceChip(stance) {
   return el("span", { class: `chip ${cls}`, text: stance });
 }
 
-function integrityView(obs, ui) {
+function integrityView(obs, ui, id) {
   const post = el(
-    "section", { class: "card stack", id: "observation" },
+    "section", { class: "card stack", id: id("observation") },
     el("h2", { text: obs.topic }),
     el("blockquote", { class: "post", text: obs.content }),
     el("div", { class: "row" },
@@ -186,16 +202,16 @@ function integrityView(obs, ui) {
       obs.status_flags.sufficient_evidence ? el("span", { class: "chip good", text: "sufficient evidence" }) : null,
       obs.status_flags.redundant_actions ? el("span", { class: "chip warn", text: `${obs.status_flags.redundant_actions} repeated` }) : null),
   );
-  const claims = el("ul", { class: "items", id: "claims" }, obs.claims.map((c) => el(
+  const claims = el("ul", { class: "items", id: id("claims") }, obs.claims.map((c) => el(
     "li", { "data-claim": c.id },
     el("div", { class: "body" },
       el("div", { class: "row" }, el("span", { class: "id mono", text: c.id }), statusChip(c.verification_status),
         c.verification_status !== "unverified" ? el("span", { class: "chip", text: `confidence ${fmt(c.confidence, 2)}` }) : null),
       el("div", { text: c.text })),
-    ui ? el("button", { class: "small", id: `verify-${c.id}`, onclick: () => ui.act({ type: "verify_claim", claim_id: c.id }) },
+    ui ? el("button", { class: "small", id: id(`verify-${c.id}`), onclick: () => ui.act({ type: "verify_claim", claim_id: c.id }) },
       c.verification_status === "unverified" ? "Verify" : "Verify again") : null,
   )));
-  const sources = el("ul", { class: "items", id: "sources" }, obs.available_sources.map((s) => el(
+  const sources = el("ul", { class: "items", id: id("sources") }, obs.available_sources.map((s) => el(
     "li", { "data-source": s.id, class: s.checked ? "checked" : "" },
     el("div", { class: "body" },
       el("div", { class: "row" }, el("span", { class: "id mono", text: s.id }), el("span", { class: "muted", text: `on ${s.claim_id}` }),
@@ -207,7 +223,7 @@ function integrityView(obs, ui) {
       el("div", { text: s.title }),
       s.checked ? el("div", { class: "muted mono selection", text: s.url }) : null,
       s.checked && s.text ? el("div", { class: "excerpt", text: s.text }) : null),
-    ui ? el("button", { class: "small", id: `check-${s.id}`, onclick: () => ui.act({ type: "check_source", source_id: s.id }) },
+    ui ? el("button", { class: "small", id: id(`check-${s.id}`), onclick: () => ui.act({ type: "check_source", source_id: s.id }) },
       s.checked ? "Check again" : "Check") : null,
   )));
   const parts = [post, el("section", { class: "card" }, el("h2", { text: "Claims" }), claims),
@@ -215,20 +231,20 @@ function integrityView(obs, ui) {
   if (ui) {
     // What the person has chosen and typed survives the re-render after each step (ui.draft).
     const draft = ui.draft;
-    const reasoning = el("textarea", { id: "reasoning", placeholder: "Reasoning, e.g. “src_2 refutes claim_1. claim_1 is false. harm is high.”" });
+    const reasoning = el("textarea", { id: id("reasoning"), "aria-label": "reasoning", placeholder: "Reasoning, e.g. “src_2 refutes claim_1. claim_1 is false. harm is high.”" });
     reasoning.value = draft.reasoning || "";
     reasoning.addEventListener("input", () => { draft.reasoning = reasoning.value; });
-    const decide = el("button", { class: "primary", id: "act-decide", disabled: !draft.decision, onclick: () => {
+    const decide = el("button", { class: "primary", id: id("act-decide"), disabled: !draft.decision, onclick: () => {
       const action = { type: "decide", decision: draft.decision };
       if (reasoning.value.trim()) action.reasoning = reasoning.value;
       ui.act(action);
     } }, "Decide");
     const choices = el("div", { class: "choices", role: "radiogroup", "aria-label": "decision" }, ui.enums.decision.map((d) => el(
       "label", {}, el("input", {
-        type: "radio", name: "decision", value: d, id: `decision-${d}`, checked: draft.decision === d,
+        type: "radio", name: id("decision"), value: d, id: id(`decision-${d}`), checked: draft.decision === d,
         onchange: () => { draft.decision = d; decide.disabled = false; delete decide.dataset.off; },
       }), d)));
-    parts.push(el("section", { class: "card stack", id: "decide" }, el("h2", { text: "Decide" }), choices, reasoning, decide));
+    parts.push(el("section", { class: "card stack", id: id("decide") }, el("h2", { text: "Decide" }), choices, reasoning, decide));
   }
   if (obs.interaction_history.length) {
     parts.push(el("section", { class: "card" }, el("h2", { text: "History" }), el("table", { class: "hist" },
@@ -254,15 +270,15 @@ function passageBlocks(passage) {
   });
 }
 
-function verificationView(obs, ui) {
+function verificationView(obs, ui, id) {
   const shown = obs.modality === "image" && obs.image
-    ? el("img", { class: "picture", id: "picture", src: obs.image, width: obs.image_width, height: obs.image_height, alt: "the picture the claim is about" })
-    : el("div", { class: "post passage", id: "passage" }, passageBlocks(obs.passage || ""));
+    ? el("img", { class: "picture", id: id("picture"), src: obs.image, width: obs.image_width, height: obs.image_height, alt: "the picture the claim is about" })
+    : el("div", { class: "post passage", id: id("passage") }, passageBlocks(obs.passage || ""));
   const card = el("div", { class: "stack" });
-  const section = el("section", { class: "card sv", id: "observation" }, el("div", {}, shown), card);
+  const section = el("section", { class: "card sv", id: id("observation") }, el("div", {}, shown), card);
   card.append(
     el("h2", { text: obs.modality === "image" ? "Claim about the picture" : "Claim about the passage" }),
-    el("div", { class: "claim", id: "claim", text: obs.claim }),
+    el("div", { class: "claim", id: id("claim"), text: obs.claim }),
     el("div", { class: "row" },
       el("span", { class: "chip", text: `${obs.scoring_rule} rule` }),
       el("span", { class: "chip", text: `ABSTAIN pays ${fmt(obs.abstain_reward, 2)}` }),
@@ -270,14 +286,14 @@ function verificationView(obs, ui) {
     el("details", {}, el("summary", { text: "Instructions the agent reads" }), el("pre", { text: obs.system_prompt })),
   );
   if (!ui) return section;
-  const slider = el("input", { type: "range", id: "confidence", min: 0, max: 1, step: 0.01, value: 0.75, "aria-label": "confidence" });
-  const out = el("output", { for: "confidence", id: "confidence-value", text: "0.75" });
+  const slider = el("input", { type: "range", id: id("confidence"), min: 0, max: 1, step: 0.01, value: 0.75 });
+  const out = el("output", { for: id("confidence"), id: id("confidence-value"), text: "0.75" });
   slider.addEventListener("input", () => { out.textContent = Number(slider.value).toFixed(2); });
   const verdicts = ui.enums.verdict;
   card.append(
-    el("div", { class: "slider" }, el("label", { for: "confidence", text: "Confidence that the verdict is right" }), slider, out),
+    el("div", { class: "slider" }, el("label", { for: id("confidence"), text: "Confidence that the verdict is right" }), slider, out),
     el("div", { class: "row" }, verdicts.map((v) => el("button", {
-      id: `act-${v}`, class: v === "SUPPORTED" ? "good" : v === "REFUTED" ? "bad" : "",
+      id: id(`act-${v}`), class: v === "SUPPORTED" ? "good" : v === "REFUTED" ? "bad" : "",
       onclick: () => ui.act(v === "ABSTAIN" ? { verdict: v } : { verdict: v, confidence: Number(slider.value) }),
     }, v))),
   );
@@ -292,14 +308,18 @@ const VIEWS = {
   selective_verification: verificationView,
 };
 
-/** The observation as a person reads it; ``ui`` (playground) adds the controls, null shows it only. */
-export function renderObservation(env, obs, ui = null) {
+/**
+ * The observation as a person reads it. ``ui`` (the playground) adds the controls, null shows it
+ * only; ``scope`` prefixes its ids (one per episode shown on the page).
+ */
+export function renderObservation(env, obs, { ui = null, scope = "" } = {}) {
+  const id = scoped(scope);
   if (obs === null || obs === undefined) {
-    return el("section", { class: "card empty", id: "observation", text: "Observation not recorded (the run used --no-observations)." });
+    return el("section", { class: "card empty", id: id("observation"), text: "Observation not recorded (the run used --no-observations)." });
   }
   const view = VIEWS[env];
-  if (view) return view(obs, ui);
-  return el("section", { class: "card", id: "observation" }, el("pre", { class: "json", text: JSON.stringify(obs, null, 2) }));
+  if (view) return view(obs, ui, id);
+  return el("section", { class: "card", id: id("observation") }, el("pre", { class: "json", text: JSON.stringify(obs, null, 2) }));
 }
 
 function clip(text, most) {
@@ -333,10 +353,11 @@ function successChip(grade) {
   return el("span", { class: "chip bad", text: "below threshold" });
 }
 
-/** Score, success, the per-dimension breakdown with bars, and explain() text when given. */
-export function gradeCard(grade, explain = null, title = "Grade") {
+/** Score, success, the per-dimension breakdown with bars, and explain() text when given; ids as renderObservation's. */
+export function gradeCard(grade, { explain = null, title = "Grade", scope = "" } = {}) {
+  const id = scoped(scope);
   const dims = Object.entries(grade.breakdown || {});
-  return el("section", { class: "card stack", id: "grade" },
+  return el("section", { class: "card stack", id: id("grade") },
     el("h2", { text: title }),
     el("div", { class: "row" },
       el("span", { class: "score", text: fmt(grade.score) }),
@@ -346,7 +367,7 @@ export function gradeCard(grade, explain = null, title = "Grade") {
       el("td", { text: k }),
       el("td", { class: "barcell" }, isCount(k, v) ? null : el("div", { class: "bar-h" }, el("span", { style: { width: `${Math.max(0, Math.min(1, v)) * 100}%` } }))),
       el("td", { class: "num", text: isCount(k, v) ? String(v) : fmt(v) }))))),
-    explain ? el("p", { class: "explain", id: "explain", text: explain }) : null);
+    explain ? el("p", { class: "explain", id: id("explain"), text: explain }) : null);
 }
 
 /**

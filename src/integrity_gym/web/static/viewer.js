@@ -131,8 +131,10 @@ function runColumn(rec, r) {
   const step = at > 0 ? rec.trajectory[at - 1] : null;
   const obs = at > 0 ? step.observation : rec.reset_observation;
   const total = rec.trajectory.slice(0, at).reduce((s, x) => s + x.reward, 0);
+  // Each column renders the same parts: its ids carry the run's number (run0-grade, run1-grade).
+  const scope = `run${r}-`;
   const head = el("section", { class: "card stack" },
-    el("div", { class: "row" }, el("span", { class: `runname r${r}`, text: run.label }),
+    el("div", { class: "row" }, el("span", { class: `runname r${r}`, id: `${scope}name`, text: run.label }),
       el("span", { class: "chip", text: `${n} step${n === 1 ? "" : "s"}` }),
       rec.truncated ? el("span", { class: "chip warn", text: "stopped by the step cap" }) : null),
     el("div", { class: "kv" },
@@ -141,9 +143,9 @@ function runColumn(rec, r) {
     step ? el("ol", { class: "steps" }, stepLine(step)) : el("div", { class: "muted", text: "The first observation, before any action." }),
     step && step.llm ? el("details", {}, el("summary", { text: "model call" }), el("pre", { class: "json", text: JSON.stringify(step.llm, null, 2) })) : null,
     rec.error ? el("div", { class: "err", text: `episode failed: ${rec.error}` }) : null);
-  const parts = [head, renderObservation(rec.env, obs, null)];
-  if (rec.grade) parts.push(gradeCard(rec.grade, null, "Final grade"));
-  return el("div", { class: "run-col", "data-run": r }, parts);
+  const parts = [head, renderObservation(rec.env, obs, { scope })];
+  if (rec.grade) parts.push(gradeCard(rec.grade, { title: "Final grade", scope }));
+  return el("div", { class: "run-col", "data-run": r, role: "region", "aria-labelledby": `${scope}name` }, parts);
 }
 
 /** The episode's frame (title, stepper, chart, columns), built once per episode; ``update`` fills it. */
