@@ -459,7 +459,7 @@ def view(
 
 @app.command()
 def train(
-    task: Annotated[str, typer.Option(help="A single-step task id.")] = "selective_verification/text-v1",
+    task: Annotated[str, typer.Option(help="A task id, single- or multi-step.")] = "selective_verification/text-v1",
     model: Annotated[str, typer.Option(help="'smollm2' (the bundled GGUF), a local folder or a hub id.")] = "smollm2",
     steps: Annotated[int, typer.Option(help="Optimizer steps.")] = 20,
     prompts: Annotated[int, typer.Option(help="Train items per step.")] = 2,
@@ -467,9 +467,12 @@ def train(
     max_new_tokens: Annotated[int, typer.Option(help="Completion length limit.")] = 48,
     lr: Annotated[float, typer.Option(help="Learning rate.")] = 1e-5,
     lora_r: Annotated[int | None, typer.Option(help="LoRA rank (default: full fine-tune).")] = None,
-    prefill: Annotated[str, typer.Option(help="Start of every reply ('' for none), in training and eval.")] = (
-        '{"verdict": "'
-    ),
+    prefill: Annotated[
+        str | None, typer.Option(help="Start of every reply ('' for none), in training and eval (default: the task's).")
+    ] = None,
+    max_turns: Annotated[
+        int | None, typer.Option(help="Turn cap of a multi-step episode, in training and eval (default: the task's).")
+    ] = None,
     seed: Annotated[int, typer.Option(help="First train seed.")] = 0,
     eval_episodes: Annotated[int, typer.Option(help="Eval-partition items before and after (0: none).")] = 50,
     bf16: Annotated[bool, typer.Option(help="bf16 autocast (float32 weights).")] = True,
@@ -478,15 +481,15 @@ def train(
     ),
     db: Annotated[Path, typer.Option(help="Results database of the eval runs.")] = Path("outputs/results.sqlite"),
 ) -> None:
-    """Train a model with GRPO on a single-step task (needs the train extra; docs/training.md)."""
+    """Train a model with GRPO on a task, single- or multi-step (needs the train extra; docs/training.md)."""
     from integrity_gym.train.grpo import TrainConfig
     from integrity_gym.train.grpo import train as run_training
 
     try:
         config = TrainConfig.build(
             task=task, model=model, steps=steps, prompts_per_step=prompts, generations=generations,
-            max_new_tokens=max_new_tokens, learning_rate=lr, lora_r=lora_r, prefill=prefill or None, seed=seed,
-            eval_episodes=eval_episodes, bf16=bf16,
+            max_new_tokens=max_new_tokens, learning_rate=lr, lora_r=lora_r, seed=seed, eval_episodes=eval_episodes,
+            bf16=bf16, max_turns=max_turns, **({} if prefill is None else {"prefill": prefill or None}),
         )  # fmt: skip
         result = run_training(config, out, db_path=db)
     except (ValueError, ImportError, FileNotFoundError) as exc:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from integrity_gym import make
-from integrity_gym.train.grpo import DEFAULT_PREFILL, EnvReward, TrainConfig, train
+from integrity_gym.train.grpo import DEFAULT_PREFILL, EnvReward, TrainConfig
 
 TASK = "selective_verification/text-v1"
 
@@ -47,9 +47,14 @@ def test_the_prompt_is_the_llm_agents_own_and_a_second_call_is_the_next_step(tmp
     assert [x["step"] for x in lines] == [1, 2] and lines[1]["malformed_rate"] == 1.0
 
 
-def test_bad_options_and_multi_step_tasks_are_refused_before_any_model_is_loaded(tmp_path: Path) -> None:
+def test_bad_options_are_refused_and_the_prefill_defaults_to_the_tasks_reply_start() -> None:
     with pytest.raises(ValueError, match="generations"):
         TrainConfig.build(generations=1)
-    with pytest.raises(ValueError, match="multi-step task"):
-        train(TrainConfig(task="information_integrity/easy-v1"), tmp_path)
-    assert not any(tmp_path.iterdir())
+    with pytest.raises(ValueError, match="max_turns"):
+        TrainConfig.build(task="information_integrity/easy-v1", max_turns=0)
+    assert TrainConfig().prefill == TrainConfig(task=TASK).prefill == DEFAULT_PREFILL
+    assert TrainConfig(task="information_integrity/easy-v1").prefill == '{"type": "'
+    assert TrainConfig(task="pii_redaction/gdpr_contract_easy-v2").prefill == '{"action_type": "'
+    # An explicit prefill wins, and None means no prefill at all.
+    assert TrainConfig(task="information_integrity/easy-v1", prefill=None).prefill is None
+    assert TrainConfig(task=TASK, prefill="{").prefill == "{"

@@ -5,6 +5,8 @@ serving the model being trained this way evaluates it with exactly the agent, pr
 runner used for any other model. It answers ``GET /v1/models`` and ``POST /v1/chat/completions``
 (one request at a time; ``response_format`` is ignored). Greedy at temperature 0; at a higher
 temperature the request's ``seed`` seeds torch before sampling, so a run can be replayed.
+``serve`` puts any completer behind the same routes: multi-step training serves its episode
+recorder (``rollout.EpisodeRecorder``) this way, so the runner plays training episodes too.
 """
 
 from __future__ import annotations
@@ -16,9 +18,17 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 from integrity_gym.train.model import render
+
+
+class Completer(Protocol):
+    """What the endpoint asks for each chat request: ``(text, prompt tokens, new tokens, finish reason)``."""
+
+    def complete(self, body: dict[str, Any]) -> tuple[str, int, int, str]:
+        """Answer one ``/chat/completions`` request body."""
+        ...
 
 
 class _Generator:
@@ -51,7 +61,7 @@ class _Generator:
         return text, int(inputs["input_ids"].shape[1]), len(new), finish
 
 
-def _handler(gen: _Generator, name: str) -> type[BaseHTTPRequestHandler]:
+def _handler(gen: Completer, name: str) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
             pass
@@ -75,7 +85,11 @@ def _handler(gen: _Generator, name: str) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-            text, n_prompt, n_new, finish = gen.complete(body)
+            try:
+                text, n_prompt, n_new, finish = gen.complete(body)
+            except Exception as exc:  # the agent records the message instead of a dropped connection
+                self._send(500, {"error": {"message": f"{type(exc).__name__}: {exc}"}})
+                return
             self._send(
                 200,
                 {
@@ -96,7 +110,14 @@ def _handler(gen: _Generator, name: str) -> type[BaseHTTPRequestHandler]:
 @contextlib.contextmanager
 def serve_model(model: Any, tokenizer: Any, name: str) -> Iterator[str]:
     """Serve ``model`` on a free port of 127.0.0.1 while the context is open; yield its ``/v1`` URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(_Generator(model, tokenizer), name))
+    with serve(_Generator(model, tokenizer), name) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serve(completer: Completer, name: str) -> Iterator[str]:
+    """Serve any ``completer`` (e.g. the multi-step rollout's recorder) like ``serve_model`` does."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(completer, name))
     thread = threading.Thread(target=server.serve_forever, name="igym-train-endpoint", daemon=True)
     thread.start()
     try:

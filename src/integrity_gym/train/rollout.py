@@ -1,0 +1,260 @@
+"""Multi-step GRPO: the benchmark runner plays whole episodes against the policy being trained.
+
+TRL 1.16's ``GRPOTrainer(rollout_func=...)`` calls ``rollout_func(prompts, trainer)`` with the batch's
+prompts (TRL's sampler has already repeated each one ``num_generations`` times) and takes back one
+``prompt_ids``/``completion_ids`` pair per prompt, ``logprobs`` (only read with vLLM; ``None``, as
+TRL's own transformers generation returns) and any other field, which reaches the reward functions
+as a keyword argument. An ``env_mask`` field marks the completion tokens the loss uses (1) and those
+that came from elsewhere (0); TRL multiplies it into the loss mask.
+
+``EpisodeRollout`` is that rollout function. Each prompt stands for one train-partition item; its
+episode is played by ``bench.runner.play_episode`` with the ``llm`` agent, the turn cap
+(``max_turns``) and the train partition, exactly as ``igym bench`` plays an episode, against an
+in-process endpoint (``endpoint.serve``) whose completer is ``EpisodeRecorder``. So each
+observation is worded by the agent's adapter (with the last rejection, as the agent sends it), each
+reply is read by the agent's ``read_action`` with the prefill put back, and the environment decides
+when the episode is over. The recorder keeps the episode as one conversation: each request's
+observation is appended as a user turn, the reply is sampled with TRL's own generation settings,
+and the tokens form one sequence — the first prompt, then the model's sampled tokens (mask 1) with
+the environment's tokens between them (mask 0: the chat template's turn boundaries, the next
+observation, the prefill).
+
+The episode's reward is its grade (``env.grade().score``, the figure the benchmark reports), whether
+the episode ended by itself or at the cap; its return is logged beside it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from integrity_gym.agents.llm import LLMSettings, prompt_messages
+from integrity_gym.agents.prompts import get_adapter
+from integrity_gym.core.registry import get_spec, make
+from integrity_gym.train.grpo import StepLog, TrainConfig, _autocast, first_prompt, reply_flags
+from integrity_gym.train.model import render
+
+Generate = Callable[[list[int]], list[int]]
+
+
+@dataclass
+class EpisodeTokens:
+    """One episode as TRL trains on it: the first prompt, then everything after it with its mask."""
+
+    prompt_ids: list[int] = field(default_factory=list)
+    completion_ids: list[int] = field(default_factory=list)
+    #: 1 on a token the model sampled, 0 on one the environment or the chat template wrote.
+    env_mask: list[int] = field(default_factory=list)
+    conversation: list[dict[str, Any]] = field(default_factory=list)
+    #: The text the tokens stand for, as the chat template renders the conversation so far.
+    text: str = ""
+    generate_s: float = 0.0
+
+    @property
+    def model_tokens(self) -> int:
+        """Tokens the model sampled (the ones trained on)."""
+        return sum(self.env_mask)
+
+
+def _split(messages: list[dict[str, Any]], prefill: str | None) -> tuple[str, str]:
+    roles = [m.get("role") for m in messages]
+    expected = ["system", "user"] + (["assistant"] if prefill else [])
+    if roles != expected or (prefill and messages[-1].get("content") != prefill):
+        raise ValueError(f"the rollout expects the llm agent's messages {expected} (prefill {prefill!r}); got {roles}")
+    system, user = messages[0]["content"], messages[1]["content"]
+    if not isinstance(user, str):
+        raise ValueError("the rollout trains text-only models: the observation must be text (LLM_IMAGES=0)")
+    return str(system), user
+
+
+class EpisodeRecorder:
+    """The endpoint's completer during rollouts: continues one episode's conversation and keeps its tokens.
+
+    Inside ``recording()`` each request of the agent adds a turn to the episode it yields. Requests
+    must come one at a time, from one episode (``EpisodeRollout`` plays episodes in turn).
+    """
+
+    def __init__(self, tokenizer: Any, prefill: str | None, generate: Generate | None = None) -> None:
+        self.tokenizer = tokenizer
+        self.prefill = prefill
+        #: Samples a reply to a token sequence; set by ``EpisodeRollout`` to TRL's generation.
+        self.generate = generate
+        self.special = set(tokenizer.all_special_ids)
+        self.lock = threading.Lock()
+        self.episode: EpisodeTokens | None = None
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[EpisodeTokens]:
+        """Record one episode while the context is open; yield its tokens as they grow."""
+        self.episode = EpisodeTokens()
+        try:
+            yield self.episode
+        finally:
+            self.episode = None
+
+    def complete(self, body: dict[str, Any]) -> tuple[str, int, int, str]:
+        """Append the request's observation, sample the reply; ``(reply, prompt tokens, new tokens, finish)``."""
+        with self.lock:
+            episode = self.episode
+            if episode is None or self.generate is None:
+                raise RuntimeError("a request arrived outside a recorded episode")
+            system, user = _split(body["messages"], self.prefill)
+            if not episode.conversation:
+                episode.conversation.append({"role": "system", "content": system})
+            elif system != episode.conversation[0]["content"]:
+                raise ValueError("the system message changed between turns; the rollout keeps one conversation")
+            episode.conversation.append({"role": "user", "content": user})
+            tail = [{"role": "assistant", "content": self.prefill}] if self.prefill else []
+            text = render(self.tokenizer, episode.conversation + tail)
+            if not text.startswith(episode.text):
+                raise ValueError("the chat template rewrote an earlier turn; the episode cannot be one sequence")
+            between = self.tokenizer(text[len(episode.text) :], add_special_tokens=False)["input_ids"]
+            last = episode.completion_ids[-1:]
+            if last and last[0] in self.special and between[:1] == last:
+                between = between[1:]  # the model closed its turn itself: that token is already in the sequence
+            if not episode.prompt_ids:
+                episode.prompt_ids = list(between)
+            else:
+                episode.completion_ids += between
+                episode.env_mask += [0] * len(between)
+            started = time.perf_counter()
+            reply_ids = list(self.generate(episode.prompt_ids + episode.completion_ids))
+            episode.generate_s += time.perf_counter() - started
+            episode.completion_ids += reply_ids
+            episode.env_mask += [1] * len(reply_ids)
+            reply = self.tokenizer.decode(reply_ids, skip_special_tokens=True)
+            episode.text = text + reply
+            episode.conversation.append({"role": "assistant", "content": (self.prefill or "") + reply})
+            stopped = bool(reply_ids) and reply_ids[-1] in self.special
+            total = len(episode.prompt_ids) + len(episode.completion_ids)
+            return reply, total - len(reply_ids), len(reply_ids), "stop" if stopped else "length"
+
+
+class EpisodeRollout:
+    """TRL's ``rollout_func`` and reward function for a multi-step task (see the module docstring)."""
+
+    def __init__(self, config: TrainConfig, tokenizer: Any, log_path: Path, label: str) -> None:
+        self.config = config
+        self.spec = get_spec(config.task)
+        self.tokenizer = tokenizer
+        self.label = label
+        self.recorder = EpisodeRecorder(tokenizer, config.prefill)
+        self.log = StepLog(log_path)
+        self.seed_of: dict[str, int] = {}
+        self.item_ids: dict[int, str] = {}
+        self.url: str | None = None
+        self.__name__ = "env_grade"  # TRL names the reward column after it
+
+    def rows(self, seeds: range) -> list[dict[str, Any]]:
+        """The training rows: per train seed, its first prompt as the agent would send it (the row's key)."""
+        env, adapter = make(self.config.task, partition="train"), get_adapter(self.spec)
+        rows = []
+        for seed in seeds:
+            row = first_prompt(env, self.spec, adapter, seed)
+            system, user = row.pop("messages")
+            prompt = render(self.tokenizer, prompt_messages(system, user, self.config.prefill))
+            if prompt in self.seed_of:  # TRL hands the rollout prompts only: each must name one item
+                raise ValueError(f"train seeds {self.seed_of[prompt]} and {seed} have the same first prompt")
+            self.seed_of[prompt] = seed
+            self.item_ids[seed] = row["item_id"]
+            rows.append({**row, "prompt": prompt})
+        return rows
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[str]:
+        """Serve the recorder to the agent while training runs."""
+        from integrity_gym.train.endpoint import serve
+
+        with serve(self.recorder, self.label) as url:
+            self.url = url
+            try:
+                yield url
+            finally:
+                self.url = None
+
+    def settings(self) -> LLMSettings:
+        """The ``llm`` agent's settings in training: the recorder's URL, the prefill, text only."""
+        if self.url is None:
+            raise RuntimeError("EpisodeRollout.serving() must be open while the trainer runs")
+        c = self.config
+        return LLMSettings(
+            api_base_url=self.url, model_name=self.label, temperature=c.temperature,
+            max_tokens=max(16, c.max_new_tokens), prefill=c.prefill, response_format="none", images=False,
+            timeout_s=3600.0, retries=0,
+        )  # fmt: skip
+
+    def play(self, seed: int, index: int = 0) -> tuple[dict[str, Any], EpisodeTokens]:
+        """Play train seed ``seed`` with the runner; the episode's log entry and its tokens."""
+        from integrity_gym.bench.runner import BenchConfig, play_episode
+
+        settings = self.settings()
+        bench = BenchConfig.build(
+            tasks=self.config.task, agent="llm", seeds=(seed,), partition="train", max_steps=self.config.max_turns,
+            keep_observations=False, llm=settings.public(),
+        )  # fmt: skip
+        started = time.perf_counter()
+        with self.recorder.recording() as tokens:
+            record = play_episode(self.spec, bench, index, seed, llm_settings=settings)
+        if record.error or record.score is None or not tokens.prompt_ids:
+            raise RuntimeError(f"train episode seed {seed} failed: {record.error or 'the model was never asked'}")
+        flags = [reply_flags(s) for s in record.trajectory]
+        entry = {
+            "seed": seed,
+            "item_id": self.item_ids[seed],
+            "grade": record.score,
+            "return": record.total_return,
+            "turns": record.steps,
+            "truncated": record.truncated,
+            "malformed_turns": sum(f[0] for f in flags),
+            "abstain_turns": sum(f[1] for f in flags),
+            "replies": [(s.llm or {}).get("raw") for s in record.trajectory],
+            "prompt_tokens": len(tokens.prompt_ids),
+            "model_tokens": tokens.model_tokens,
+            "env_tokens": len(tokens.env_mask) - tokens.model_tokens,
+            "seconds": round(time.perf_counter() - started, 2),
+            "generate_seconds": round(tokens.generate_s, 2),
+        }
+        return entry, tokens
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        """TRL's rollout: play one episode per prompt with TRL's sampler; tokens, masks and episodes."""
+        bf16 = self.config.bf16
+
+        def generate(ids: list[int]) -> list[int]:
+            # TRL's own sampling (its generation config: temperature, max_completion_length, eos ids). It
+            # runs in the endpoint's thread, and autocast is per thread: enter it here too.
+            with _autocast(bf16):
+                completion_ids, _ = trainer._generate_single_turn([ids], None, {}, 1)
+            return list(completion_ids[0])
+
+        self.recorder.generate = generate
+        out: dict[str, list[Any]] = {"prompt_ids": [], "completion_ids": [], "env_mask": [], "episode": []}
+        for index, prompt in enumerate(prompts):
+            if prompt not in self.seed_of:
+                raise ValueError("the rollout got a prompt that is not one of its training rows")
+            entry, tokens = self.play(self.seed_of[prompt], index)
+            out["prompt_ids"].append(tokens.prompt_ids)
+            out["completion_ids"].append(tokens.completion_ids)
+            out["env_mask"].append(tokens.env_mask)
+            out["episode"].append(entry)
+        return {**out, "logprobs": None}
+
+    def reward(
+        self, prompts: list[Any], completions: list[Any], episode: list[dict[str, Any]], **_: Any
+    ) -> list[float]:
+        """The reward function: each episode's grade; the step's line goes to the log."""
+        grades = [float(e["grade"]) for e in episode]
+        self.log.write(
+            grades,
+            (sum(e["malformed_turns"] for e in episode), sum(e["abstain_turns"] for e in episode),
+             sum(e["turns"] for e in episode)),
+            [], [e["item_id"] for e in episode], [e["seed"] for e in episode],
+            (episode[0]["replies"] or [""])[0] or "", reward="grade", returns=[e["return"] for e in episode],
+            episodes=episode,
+        )  # fmt: skip
+        return grades
