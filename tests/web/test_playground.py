@@ -110,9 +110,9 @@ _CHARACTER_AT = """
 """
 
 
-def drag_select(page: Any, start: int, end: int) -> None:
-    """Select characters [start, end) of the document window by dragging the mouse over them."""
-    points = page.evaluate(
+def character_points(page: Any, start: int, end: int) -> list[float]:
+    """Where characters ``start`` and ``end - 1`` of the document window are drawn, once scrolled into view."""
+    points: list[float] = page.evaluate(
         """([a, b]) => {"""
         + _CHARACTER_AT
         + """
@@ -130,6 +130,12 @@ def drag_select(page: Any, start: int, end: int) -> None:
         }""",
         [start, end],
     )
+    return points
+
+
+def drag_select(page: Any, start: int, end: int) -> None:
+    """Select characters [start, end) of the document window by dragging the mouse over them."""
+    points = character_points(page, start, end)
     page.mouse.move(points[0], points[1])
     page.mouse.down()
     page.mouse.move(points[2], points[3], steps=8)
@@ -182,6 +188,11 @@ def test_play_pii_redaction(server: ServerProcess, open_page: Any, viewport: str
     page = start(watched, server.url, task, seed)
     assert page.text_content("#pii-text") == env.observation().visible_text
     watched.shot("pii_redaction-start")
+    word = gold[0].text.split()[0]  # a double click on a name's first word selects that word
+    x, y = character_points(page, gold[0].start, gold[0].start + 1)[:2]
+    page.mouse.dblclick(x, y)
+    expect_offsets(page, gold[0].start, gold[0].start + len(word))
+    page.click("#observation h2")  # a click elsewhere drops the selection (a drag on it would move it)
     total, n = 0.0, 0
     for entity in gold:
         drag_select(page, entity.start, entity.end)

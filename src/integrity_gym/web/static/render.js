@@ -138,10 +138,9 @@ function piiView(obs, ui, id) {
   };
   startIn.addEventListener("input", refresh);
   endIn.addEventListener("input", refresh);
-  // One listener for every way a selection is made: a mouse drag, the keyboard (shift + arrows),
-  // and a phone's long press and selection handles, which send the page no mouse or touch event
-  // when they move. The event is the document's: the first one after this view is replaced
-  // removes the listener.
+  // One listener for every way a selection is made: a mouse drag or double click, and a phone's
+  // long press and selection handles, which send the page no mouse or touch event when they move.
+  // The event is the document's: the first one after this view is replaced removes the listener.
   const pick = () => {
     if (!doc.isConnected) {
       document.removeEventListener("selectionchange", pick);
