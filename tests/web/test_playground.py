@@ -251,6 +251,7 @@ def test_redact_on_a_phone_by_touch(server: ServerProcess, open_page: Any) -> No
         total += result.reward
         wait_steps(page, n)
         check_last_step(page, f"REDACT({entity.start},{entity.end},{entity.label})", result.reward)
+    watched.shot("pii_redaction-touch")
     # Each step drew a new window, each with its listener; a selection change removes the stale ones.
     handle_select(page, gold[0].start, gold[0].end)
     expect_offsets(page, gold[0].start, gold[0].end)
@@ -258,7 +259,6 @@ def test_redact_on_a_phone_by_touch(server: ServerProcess, open_page: Any) -> No
     shown = env.observation().visible_text  # the window starts at 0: offsets are the window's own
     assert page.locator("#pii-text mark").all_text_contents() == [shown[e.start : e.end] for e in gold]
     assert number(page.inner_text("#return")) == pytest.approx(total, abs=5e-4)
-    watched.shot("pii_redaction-touch")
 
 
 @pytest.mark.parametrize("viewport", VIEWPORT_NAMES)
