@@ -9,6 +9,7 @@ messages, and respect the server's capacity and lost sessions.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -223,6 +224,8 @@ def test_play_pii_redaction(server: ServerProcess, open_page: Any, viewport: str
     total, n = total + result.reward, n + 1
     wait_steps(page, n)
     assert page.text_content("#pii-text") == env.observation().visible_text
+    read = page.get_by_role("progressbar", name="document read")  # how far, for a screen reader too
+    assert read.get_attribute("aria-valuenow") == str(math.floor(100 * env.observation().progress_pct + 0.5))
     page.click("#act-FINISH")
     result = env.step({"action_type": "FINISH"})
     total, n = total + result.reward, n + 1

@@ -109,7 +109,10 @@ function piiView(obs, ui, id) {
     el("span", { class: "chip", text: `characters ${start}–${start + text.length} of ${obs.document_length}` }),
     el("span", { class: "chip", text: `${obs.redacted_spans.length} redacted` }),
     stepsLeft === undefined ? null : el("span", { class: "chip", text: `${stepsLeft} steps left` }),
-    el("span", { class: "progress", title: `${pct}% read`, "aria-label": `${pct}% read` }, el("span", { style: { width: `${pct}%` } })),
+    el("span", {
+      class: "progress", role: "progressbar", title: `${pct}% read`, "aria-label": "document read",
+      "aria-valuemin": 0, "aria-valuemax": 100, "aria-valuenow": pct, "aria-valuetext": `${pct}% read`,
+    }, el("span", { style: { width: `${pct}%` } })),
   );
   const card = el("section", { class: "card stack", id: id("observation") }, el("h2", { text: "Document window" }), head, doc);
   if (obs.previous_actions.length) {
