@@ -250,7 +250,10 @@ def _resumed_llm(folder: Path) -> dict[str, Any] | None:
 
 @app.command()
 def report(
-    runs: Annotated[list[Path], typer.Argument(help="Run folders written by `igym bench` (several side by side).")],
+    runs: Annotated[
+        list[Path],
+        typer.Argument(help="Run folders of `igym bench` (several side by side) and/or `igym train --out` folders."),
+    ],
     out: Annotated[Path, typer.Option(help="Folder for report.html and the PNGs.")] = Path("outputs/report"),
     title: Annotated[str, typer.Option(help="Title of the page.")] = "integrity-gym report",
     trace: Annotated[
@@ -268,18 +271,20 @@ def report(
         Path | None, typer.Option(help="`igym redteam --json` output: show the trivial floor and best attack.")
     ] = None,
 ) -> None:
-    """Write a self-contained HTML report with plots (and PNGs) for one or more benchmark runs."""
-    from integrity_gym.bench.report import load_redteam, load_run, parse_trace_choices, write_markdown, write_report
+    """Write a self-contained HTML report with plots (and PNGs) for benchmark runs and training runs."""
+    from integrity_gym.bench.report import load_inputs, load_redteam, parse_trace_choices, write_markdown, write_report
 
     try:
-        loaded = [load_run(path) for path in runs]
+        loaded, trainings = load_inputs(runs)
         chosen = parse_trace_choices(trace or [])
         references = load_redteam(redteam) if redteam is not None else None
-        page = write_report(loaded, out, title=title, chosen=chosen, note=note, references=references)
+        page = write_report(
+            loaded, out, title=title, chosen=chosen, note=note, references=references, trainings=trainings
+        )
         console.print(f"wrote {page} and its PNGs in {out}/")
         if markdown is not None:
             folder = assets or markdown.parent / markdown.stem
-            written = write_markdown(loaded, markdown, folder, chosen, note, readme, references)
+            written = write_markdown(loaded, markdown, folder, chosen, note, readme, references, trainings)
             console.print(f"wrote {written} (figures in {folder}/)" + (f" and {readme}" if readme else ""))
     except (ValueError, ImportError) as exc:
         raise _fail(str(exc)) from exc

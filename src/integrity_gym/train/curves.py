@@ -26,6 +26,11 @@ def read_log(folder: Path) -> list[dict[str, Any]]:
     return sorted(lines, key=lambda x: int(x["step"]))
 
 
+def graded_episodes(steps: list[dict[str, Any]]) -> bool:
+    """Whether the log's rewards are whole episodes' grades (a multi-step task) rather than step rewards."""
+    return any(s.get("reward") == "grade" for s in steps)
+
+
 def _rolling(values: list[float], width: int = 5) -> list[float]:
     out = []
     for i in range(len(values)):
@@ -47,12 +52,14 @@ def draw_training(folder: Path, png: Path) -> Path:
     fig, axes = plt.subplots(2, 2, figsize=(10, 6.5))
     ax = axes[0][0]
     reward = [float(s["reward_mean"]) for s in steps]
-    ax.plot(x, reward, "o", ms=3, alpha=0.5, label=f"mean of {n} completions")
+    unit = "episodes" if graded_episodes(steps) else "completions"
+    ax.plot(x, reward, "o", ms=3, alpha=0.5, label=f"mean of {n} {unit}")
     ax.plot(x, _rolling(reward), "-", label="rolling mean (5 steps)")
     floors = [s["abstain_floor"] for s in steps if s.get("abstain_floor") is not None]
     if floors:
         ax.axhline(floors[0], ls=":", color="k", label="always abstain")
-    ax.set(title="train reward", xlabel="step", ylim=(-0.02, 1.02))
+    title = "train reward (episode grade)" if graded_episodes(steps) else "train reward"
+    ax.set(title=title, xlabel="step", ylim=(-0.02, 1.02))
     ax.legend(fontsize=8)
     ax = axes[0][1]
     gain = [s["reward_gain"] for s in steps if s.get("reward_gain") is not None]
@@ -60,13 +67,15 @@ def draw_training(folder: Path, png: Path) -> Path:
         ax.plot(x[: len(gain)], gain, "o", ms=3, alpha=0.5)
         ax.plot(x[: len(gain)], _rolling(gain), "-")
         ax.axhline(0, ls=":", color="k")
+    else:
+        ax.text(0.5, 0.5, "no always-abstain floor in this task", ha="center", va="center", transform=ax.transAxes)
     ax.set(title="reward_gain over always abstaining", xlabel="step")
     ax = axes[1][0]
     for key, label, color in (("malformed_rate", "malformed", "tab:orange"), ("abstain_rate", "abstain", "tab:red")):
         values = [float(s[key]) for s in steps]
         ax.plot(x, values, "o", ms=3, alpha=0.4, color=color)
         ax.plot(x, _rolling(values), "-", label=label, color=color)
-    ax.set(title="share of completions", xlabel="step", ylim=(-0.02, 1.02))
+    ax.set(title="share of replies", xlabel="step", ylim=(-0.02, 1.02))
     ax.legend(fontsize=8)
     ax = axes[1][1]
     stages: list[tuple[str, dict[str, Any]]] = [(k, summary[k]) for k in ("before", "after") if summary.get(k)]

@@ -45,6 +45,8 @@ DEFAULT_PREFILLS = {
 }
 LOG_NAME = "train_log.jsonl"
 SUMMARY_NAME = "train_summary.json"
+#: The eval runs' folders inside a training folder, before and after training (``igym bench`` run folders).
+EVAL_DIRS = {"before": "eval-before", "after": "eval-after"}
 
 
 class TrainConfig(BaseModel):
@@ -312,7 +314,7 @@ def train(config: TrainConfig, out_dir: Path, *, db_path: Path | None = None) ->
             rows.append({**row, "prompt": render(tokenizer, prompt_messages(system, user, config.prefill))})
     before = None
     if config.eval_episodes:
-        before = evaluate(model, tokenizer, config, f"{label}-before", out_dir / "eval-before", db_path)
+        before = evaluate(model, tokenizer, config, f"{label}-before", out_dir / EVAL_DIRS["before"], db_path)
     with _autocast(config.bf16), serving:
         model.train()
         peft_config = None
@@ -337,7 +339,7 @@ def train(config: TrainConfig, out_dir: Path, *, db_path: Path | None = None) ->
         trained = trained.merge_and_unload()
     after = None
     if config.eval_episodes:
-        after = evaluate(trained, tokenizer, config, f"{label}-grpo", out_dir / "eval-after", db_path)
+        after = evaluate(trained, tokenizer, config, f"{label}-grpo", out_dir / EVAL_DIRS["after"], db_path)
     steps = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
     (out_dir / "trainer_log.jsonl").write_text("".join(json.dumps(e) + "\n" for e in trainer.state.log_history))
     summary = {"config": config.model_dump(mode="json"), "before": before, "after": after, "model_dir": str(model_dir)}
