@@ -471,7 +471,7 @@ def write_markdown(
 
     With ``readme``, the same section (links relative to it) also replaces the text between the
     README's ``<!-- results:start -->`` and ``<!-- results:end -->`` markers. Each of ``trainings``
-    adds its section (curves, before/after eval) to ``markdown_path`` after the results.
+    adds its section (curves, before/after eval) to ``markdown_path`` before the results, as in the HTML.
     """
     if not runs and not trainings:
         raise ValueError("a report needs at least one run folder")
@@ -484,7 +484,7 @@ def write_markdown(
         training_markdown(t, assets_dir / f"training-{i}.png", markdown_path.parent) for i, t in enumerate(trainings, 1)
     ]
     markdown_path.parent.mkdir(parents=True, exist_ok=True)
-    markdown_path.write_text(intro + lead + results + "\n".join(sections))
+    markdown_path.write_text(intro + lead + "".join(section + "\n" for section in sections) + results)
     if readme is not None:
         splice_readme(readme, lead + results_markdown(runs, figures, readme.parent, references))
     return markdown_path
