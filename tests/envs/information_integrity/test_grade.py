@@ -228,3 +228,15 @@ def test_summarize_averages_each_figure_over_the_episodes() -> None:
     bare = Grade(score=0.0, success=False, threshold=0.7, breakdown={})
     assert summarize([bare, *grades[:1]])["mean_evidence_breadth"] == 0.5
     assert summarize([bare, *grades[:1]])["premature_rate"] == 0.0
+
+
+def test_success_starts_exactly_at_the_threshold_and_at_half_the_explanation() -> None:
+    scenario, grader = find_gold("hard_003"), HardGrader()
+    slow = record(scenario, steps=2 * record(scenario).steps)
+    score = grader.grade(slow).score
+    assert 0.72 < score < 1.0
+    assert grader.grade(record(scenario, steps=slow.steps, threshold=score)).success
+    assert not grader.grade(record(scenario, steps=slow.steps, threshold=score + 1e-9)).success
+    half = record(scenario, reasoning="claim_2 is false. src_1 refutes claim_2.", threshold=0.1)
+    assert grader.grade(half).breakdown["reasoning_depth"] == MIN_REASONING == 0.5
+    assert grader.grade(half).success

@@ -184,11 +184,17 @@ def test_every_way_to_score_zero_says_which_it_is() -> None:
     # The cap is never below the gold explanation's length (4 here).
     over = grade_reasoning(f"{GOOD} src_6 is outdated.", SCENARIO, ALL_IDS, statement_cap=2)
     assert over == ReasoningScore(0.0, 0.0, 0.0, over.statements, (), True) and len(over.statements) == 5
+    # Exactly at the cap is not over it.
+    assert not grade_reasoning(f"{GOOD} src_6 is outdated.", SCENARIO, ALL_IDS, statement_cap=5).over_cap
     unread = grade_reasoning("src_1 refutes claim_2. src_5 refutes claim_9. src_6 supports claim_1", SCENARIO, [])
-    assert unread.correct == () and unread.over_cap is False
-    assert unread.void == "'src_1 refutes claim_2' cites src_1, claim_2, never checked or verified"
+    why = "'src_1 refutes claim_2' cites src_1, claim_2, never checked or verified"
+    assert unread == ReasoningScore(0.0, 0.0, 0.0, unread.statements, (), False, why)
+    assert len(unread.statements) == 2  # claim_9 is not a claim of this scenario, so not a statement
     no_source = grade_reasoning("claim_2 is false. harm is medium.", SCENARIO, ALL_IDS)
-    assert len(no_source.statements) == 2 and no_source.over_cap is False
+    assert no_source == ReasoningScore(
+        0.0, 0.0, 0.0, no_source.statements, no_source.correct, False, "it cites no decisive source"
+    )
+    assert len(no_source.statements) == 2
     assert [s.text for s in no_source.correct] == ["claim_2 is false", "harm is medium"]
     full = grade_reasoning(GOOD, SCENARIO, ALL_IDS)
     assert full.over_cap is False and full.void == "" and len(full.statements) == 4

@@ -208,3 +208,21 @@ def test_the_decisive_sources_of_each_status(
     assert gold.statements == statements
     assert gold.claims == ("claim_1",)
     assert gold.sources == tuple(s.split()[0] for s in statements if s.startswith("src_"))
+
+
+def test_the_balance_is_the_reliability_weighted_mean_stance() -> None:
+    # Neutral sources do not count; supports +1, refutes -1, each weighed by its reliability.
+    sources = [source(1, "supports", 0.9), source(2, "refutes", 0.3), source(3, "neutral", 0.8)]
+    assert rules.weigh(sources) == (0.5, "supported")  # (0.9 - 0.3) / 1.2, exactly the lean
+    assert rules.weigh([source(1, "refutes", 0.75), source(2, "supports", 0.25)]) == (-0.5, "refuted")
+    assert rules.weigh([source(1, "supports", 0.4), source(2, "refutes", 0.2)]) == (0.333333, "inconclusive")
+    assert rules.weigh([source(1, "neutral", 0.9)]) == (0.0, "inconclusive")
+    assert rules.weigh([]) == (0.0, "inconclusive")
+
+
+def test_trusted_starts_at_the_trusted_reliability_and_stale_after_the_stale_age() -> None:
+    at = rules.TRUSTED_RELIABILITY
+    assert rules.weigh([source(1, "supports", at), source(2, "refutes", at)])[1] == "contested"
+    assert rules.weigh([source(1, "supports", at), source(2, "refutes", at - 0.01)])[1] != "contested"
+    assert not rules.is_outdated(source(1, "supports", 0.9, days=rules.STALE_AFTER_DAYS), AS_OF)
+    assert rules.is_outdated(source(1, "supports", 0.9, days=rules.STALE_AFTER_DAYS + 1), AS_OF)

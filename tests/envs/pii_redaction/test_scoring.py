@@ -287,3 +287,13 @@ def test_label_accuracy_counts_misses_by_default_and_only_matches_under_the_refe
     reference = play(DOC_CHAT, actions, "reference").grade().breakdown
     assert default["label_accuracy"] == pytest.approx(1 / 3) == default["recall"]
     assert reference["label_accuracy"] == 1.0
+
+
+def test_the_counts_in_the_breakdown() -> None:
+    """One entity matched, one missed, and a false positive over 10 characters of plain text."""
+    doc = build([FILLER, ("NAME", "Amy Rowe"), " and ", ("EMAIL", "amy@rowe.example"), " ", FILLER])
+    start, end = span(doc, 0)
+    breakdown = play(doc, [f"REDACT {start} {end} NAME", "REDACT 0 10 PHONE"]).grade().breakdown
+    assert breakdown["true_positives"] == 1.0 and breakdown["false_positives"] == 1.0
+    assert breakdown["false_negatives"] == 1.0
+    assert breakdown["over_redacted_chars"] == 10.0

@@ -130,3 +130,12 @@ def test_smooth_ece_weights_are_counts_and_a_sure_answer_lands_in_the_last_cell(
     assert smooth_ece([0.6, 0.9], [1, 0], weight=[2, 1]) == pytest.approx(smooth_ece([0.6, 0.6, 0.9], [1, 1, 0]))
     assert smooth_ece([0.6], [1], weight=[0]) is None
     assert smooth_ece([0.55, 0.7, 0.9, 1.0], [0, 1, 1, 0]) == pytest.approx(PINNED_SMOOTH_ECE_AT_ONE, abs=1e-12)
+
+
+def test_accuracy_and_both_curve_figures_of_a_small_sample() -> None:
+    sel = Selective.build([1, 1, 0, 1], [1, 0, 0, 1], [0.9, 0.6, 0.0, 0.7], [0.99, 0.64, 0.8, 0.91])
+    metrics = sel.metrics()
+    assert metrics["accuracy"] == pytest.approx(2 / 3) and metrics["coverage"] == pytest.approx(0.75)
+    assert metrics["aurc"] == pytest.approx(aurc([0.9, 0.6, 0.7], [1, 0, 1]))
+    assert metrics["e_aurc"] == pytest.approx(e_aurc([0.9, 0.6, 0.7], [1, 0, 1]))
+    assert metrics["aurc"] != metrics["e_aurc"]
