@@ -240,3 +240,11 @@ def test_success_starts_exactly_at_the_threshold_and_at_half_the_explanation() -
     half = record(scenario, reasoning="claim_2 is false. src_1 refutes claim_2.", threshold=0.1)
     assert grader.grade(half).breakdown["reasoning_depth"] == MIN_REASONING == 0.5
     assert grader.grade(half).success
+
+
+def test_only_grader_classes_register_and_an_unknown_name_lists_the_known_ones() -> None:
+    for thing in (object(), int):
+        with pytest.raises(ValueError, match=r"^grader 'odd' must be a subclass of Grader$"):
+            GraderFactory.register("odd", thing)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"registered: easy, hard, medium$"):
+        GraderFactory.create("nope")

@@ -276,3 +276,10 @@ def test_the_blind_reward_uses_the_rule_and_epsilon_of_the_episode() -> None:
     kept = grade_answer(false_item, None, rule="log", abstain_reward=0.9, epsilon=0.01, q_star=0.6, blind_p=0.9,
                         threshold=0.95)  # fmt: skip
     assert kept.breakdown["blind_reward"] == pytest.approx(1.0 - math.log(0.1) / math.log(0.01))
+
+
+def test_a_grade_from_another_environment_is_refused_naming_what_it_lacks() -> None:
+    with pytest.raises(
+        ValueError, match=r"^a grade is not from selective_verification \(missing \['abstain_reward', 'abstained', "
+    ):
+        summarize([Grade(score=0.5, success=False, threshold=0.5, breakdown={"answered": 1.0})])

@@ -139,3 +139,9 @@ def test_accuracy_and_both_curve_figures_of_a_small_sample() -> None:
     assert metrics["aurc"] == pytest.approx(aurc([0.9, 0.6, 0.7], [1, 0, 1]))
     assert metrics["e_aurc"] == pytest.approx(e_aurc([0.9, 0.6, 0.7], [1, 0, 1]))
     assert metrics["aurc"] != metrics["e_aurc"]
+
+
+def test_ece_needs_one_bin_at_least() -> None:
+    assert ece([0.9, 0.6], [1, 0], bins=1) == pytest.approx(abs((0.9 + 0.6) / 2 - 0.5))
+    with pytest.raises(ValueError, match=r"^bins must be >= 1, got 0$"):
+        ece([0.9], [1], bins=0)

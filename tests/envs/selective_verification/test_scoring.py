@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from integrity_gym.envs.selective_verification.env import VerificationConfig
+from integrity_gym.envs.selective_verification.reward import answer_reward
 from integrity_gym.envs.selective_verification.scoring import (
     DEFAULT_Q_STAR,
     answer_floor,
@@ -107,3 +108,10 @@ def test_the_environment_pays_the_log_score_with_its_configured_epsilon() -> Non
     # A sure wrong answer puts 0.001 on what happened, clipped to epsilon: 1 - ln(0.01)/ln(0.01) = 0
     # (0.25 under the default epsilon 1e-4).
     assert env.step({"verdict": wrong, "confidence": 0.999}).reward == pytest.approx(0.0)
+
+
+def test_errors_name_what_is_wrong() -> None:
+    with pytest.raises(ValueError, match=r"^scoring_rule must be 'brier' or 'log', not 'hinge'$"):
+        score("hinge", 0.5, True)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^a REFUTED verdict needs a confidence$"):
+        answer_reward("REFUTED", None, True, rule="brier", abstain_reward=0.8, epsilon=1e-4)
