@@ -369,7 +369,7 @@ def measure_pii_ws(server: Server, steps: int, client: str = "lean") -> tuple[fl
                     ws.send(reset)
                     ws.recv()
 
-        run(50)
+        run(300)  # past the first episodes' one-off costs (imports, caches, allocator growth)
         cpu0, t0 = server.cpu_s, time.perf_counter()
         run(steps)
         elapsed, cpu = time.perf_counter() - t0, server.cpu_s - cpu0
