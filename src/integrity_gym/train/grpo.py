@@ -223,7 +223,8 @@ def _device() -> str:
 
 
 @contextlib.contextmanager
-def _autocast(enabled: bool) -> Iterator[None]:
+def bf16_autocast(enabled: bool) -> Iterator[None]:
+    """bf16 autocast on the training device when ``enabled`` (autocast is per thread: enter it in each)."""
     # TRL generates outside the Trainer's own mixed-precision context: one autocast covers both.
     if not enabled:
         yield
@@ -315,7 +316,7 @@ def train(config: TrainConfig, out_dir: Path, *, db_path: Path | None = None) ->
     before = None
     if config.eval_episodes:
         before = evaluate(model, tokenizer, config, f"{label}-before", out_dir / EVAL_DIRS["before"], db_path)
-    with _autocast(config.bf16), serving:
+    with bf16_autocast(config.bf16), serving:
         model.train()
         peft_config = None
         if config.lora_r is not None:

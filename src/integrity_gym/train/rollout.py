@@ -36,7 +36,7 @@ from typing import Any
 from integrity_gym.agents.llm import LLMSettings, prompt_messages
 from integrity_gym.agents.prompts import get_adapter
 from integrity_gym.core.registry import get_spec, make
-from integrity_gym.train.grpo import StepLog, TrainConfig, _autocast, first_prompt, reply_flags
+from integrity_gym.train.grpo import StepLog, TrainConfig, bf16_autocast, first_prompt, reply_flags
 from integrity_gym.train.model import render
 
 Generate = Callable[[list[int]], list[int]]
@@ -228,7 +228,7 @@ class EpisodeRollout:
         def generate(ids: list[int]) -> list[int]:
             # TRL's own sampling (its generation config: temperature, max_completion_length, eos ids). It
             # runs in the endpoint's thread, and autocast is per thread: enter it here too.
-            with _autocast(bf16):
+            with bf16_autocast(bf16):
                 completion_ids, _ = trainer._generate_single_turn([ids], None, {}, 1)
             return list(completion_ids[0])
 
