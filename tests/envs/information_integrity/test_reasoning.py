@@ -198,3 +198,10 @@ def test_every_way_to_score_zero_says_which_it_is() -> None:
     assert [s.text for s in no_source.correct] == ["claim_2 is false", "harm is medium"]
     full = grade_reasoning(GOOD, SCENARIO, ALL_IDS)
     assert full.over_cap is False and full.void == "" and len(full.statements) == 4
+
+
+def test_two_values_for_one_subject_cancel_each_other() -> None:
+    """Saying a claim is both false and true states neither: the true half earns nothing."""
+    both = grade_reasoning(f"{GOOD} claim_2 is true.", SCENARIO, ALL_IDS)
+    assert "claim_2 is false" not in [s.text for s in both.correct]
+    assert both.score < grade_reasoning(GOOD, SCENARIO, ALL_IDS).score

@@ -212,8 +212,8 @@ def test_the_decisive_sources_of_each_status(
 
 def test_the_balance_is_the_reliability_weighted_mean_stance() -> None:
     # Neutral sources do not count; supports +1, refutes -1, each weighed by its reliability.
-    sources = [source(1, "supports", 0.9), source(2, "refutes", 0.3), source(3, "neutral", 0.8)]
-    assert rules.weigh(sources) == (0.5, "supported")  # (0.9 - 0.3) / 1.2, exactly the lean
+    sources = [source(1, "supports", 0.75), source(2, "refutes", 0.25), source(3, "neutral", 0.8)]
+    assert rules.weigh(sources) == (0.5, "supported")  # (0.75 - 0.25) / 1.0, exactly the lean
     assert rules.weigh([source(1, "refutes", 0.75), source(2, "supports", 0.25)]) == (-0.5, "refuted")
     assert rules.weigh([source(1, "supports", 0.4), source(2, "refutes", 0.2)]) == (0.333333, "inconclusive")
     assert rules.weigh([source(1, "neutral", 0.9)]) == (0.0, "inconclusive")
@@ -226,3 +226,10 @@ def test_trusted_starts_at_the_trusted_reliability_and_stale_after_the_stale_age
     assert rules.weigh([source(1, "supports", at), source(2, "refutes", at - 0.01)])[1] != "contested"
     assert not rules.is_outdated(source(1, "supports", 0.9, days=rules.STALE_AFTER_DAYS), AS_OF)
     assert rules.is_outdated(source(1, "supports", 0.9, days=rules.STALE_AFTER_DAYS + 1), AS_OF)
+
+
+def test_a_contested_claim_rests_on_every_trusted_source_from_the_trusted_reliability_up() -> None:
+    at = rules.TRUSTED_RELIABILITY
+    s = scenario("unknown", [source(1, "supports", at), source(2, "refutes", 0.9), source(3, "supports", at - 0.01)])
+    assert rules.aggregate(s).claims[0].status == "contested"
+    assert rules.gold_evidence(s).sources == ("src_1", "src_2")
