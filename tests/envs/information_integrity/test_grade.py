@@ -249,3 +249,17 @@ def test_only_grader_classes_register_and_an_unknown_name_lists_the_known_ones(m
             GraderFactory.register("odd", thing)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"registered: easy, hard, medium$"):
         GraderFactory.create("nope")
+    assert GraderFactory.names() == ["easy", "hard", "medium"]
+
+
+def test_the_record_caps_how_much_reasoning_is_read() -> None:
+    scenario, grader = find_gold("hard_003"), HardGrader()
+    full = record(scenario)
+    assert grader.dimensions(full)["reasoning_depth"] == 1.0
+    first_statement = len(full.reasoning.split(".")[0])  # type: ignore[union-attr]
+    short = grader.dimensions(record(scenario, reasoning_char_cap=first_statement))["reasoning_depth"]
+    assert short < 1.0
+    # One statement more than the gold explanation: over a cap of 1 (the cap is never below the gold's 4).
+    longer = {"reasoning": f"{full.reasoning}. src_6 is outdated", "checked": [s.id for s in scenario.sources]}
+    assert grader.dimensions(record(scenario, **longer))["reasoning_depth"] > 0.0
+    assert grader.dimensions(record(scenario, **longer, reasoning_statement_cap=1))["reasoning_depth"] == 0.0

@@ -283,3 +283,21 @@ def test_a_grade_from_another_environment_is_refused_naming_what_it_lacks() -> N
         ValueError, match=r"^a grade is not from selective_verification \(missing \['abstain_reward', 'abstained', "
     ):
         summarize([Grade(score=0.5, success=False, threshold=0.5, breakdown={"answered": 1.0})])
+
+
+def test_two_episodes_get_intervals_and_no_resamples_gives_none() -> None:
+    two = text_grades(1)[:2]
+    assert summarize(two)["skill_ci_low"] is not None
+    assert all(summarize(two, resamples=0)[f"{key}_ci_low"] is None for key in INTERVAL_KEYS)
+
+
+def test_a_run_of_malformed_answers_has_the_skill_of_a_zero_reward() -> None:
+    env = integrity_gym.make(TEXT, num_tasks=3)
+    grades = []
+    for seed in range(3):
+        env.reset(seed=seed)
+        env.step("no idea")
+        grades.append(env.grade())
+    summary = summarize(grades)
+    assert summary["malformed_rate"] == 1.0 and summary["mean_reward"] == 0.0
+    assert summary["skill"] == pytest.approx(skill(0.0, 0.8)) == pytest.approx(-4.0)

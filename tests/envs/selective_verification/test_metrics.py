@@ -145,3 +145,18 @@ def test_ece_needs_one_bin_at_least() -> None:
     assert ece([0.9, 0.6], [1, 0], bins=1) == pytest.approx(abs((0.9 + 0.6) / 2 - 0.5))
     with pytest.raises(ValueError, match=r"^bins must be >= 1, got 0$"):
         ece([0.9], [1], bins=0)
+
+
+def test_edges_of_the_metric_inputs() -> None:
+    assert aurc([0.0, 0.5], [0, 1]) is not None  # a confidence of 0 is a confidence
+    assert aurc([0.7], [0]) == pytest.approx(1.0) and ece([0.7], [0]) == pytest.approx(0.7)  # one item
+    assert Selective.build([0, 0], [0, 0], [0, 0], [0.8, 0.8]).metrics()["brier"] is None
+
+
+def test_weights_count_episodes_in_every_figure() -> None:
+    """Weight 2 on an episode gives the figures of the sample with that episode twice."""
+    sample = ([1, 1, 1, 1], [1, 0, 0, 1], [0.9, 0.6, 0.4, 0.7], [0.99, 0.64, 0.84, 0.91])
+    twice = Selective.build(*sample).metrics(np.array([1.0, 2.0, 1.0, 1.0]))
+    doubled = Selective.build(*([v[0], v[1], v[1], v[2], v[3]] for v in sample)).metrics()
+    for key in ("accuracy", "ece", "aurc", "e_aurc", "brier", "mean_reward"):
+        assert twice[key] == pytest.approx(doubled[key]), key

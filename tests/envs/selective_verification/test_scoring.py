@@ -115,3 +115,9 @@ def test_errors_name_what_is_wrong() -> None:
         score("hinge", 0.5, True)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"^a REFUTED verdict needs a confidence$"):
         answer_reward("REFUTED", None, True, rule="brier", abstain_reward=0.8, epsilon=1e-4)
+
+
+def test_the_domain_edges_of_epsilon_and_belief() -> None:
+    with pytest.raises(ValueError, match=r"^epsilon must be in \(0, 0.5\), got 0.0$"):
+        score("log", 0.5, True, epsilon=0.0)
+    assert expected_score("brier", 0.0, 0.0) == pytest.approx(1.0)  # certain it is false, and says so

@@ -91,7 +91,7 @@ def _ece(groups: TieGroups, mass: FloatArray, hits: FloatArray, bins: int) -> fl
     return float(np.abs(overlap.T @ gap).sum() / total)
 
 
-def _aurc(groups: TieGroups, mass: FloatArray, hits: FloatArray) -> tuple[float, float] | None:
+def _aurc(mass: FloatArray, hits: FloatArray) -> tuple[float, float] | None:
     """Return (AURC, E-AURC) with tie orders averaged out."""
     total = mass.sum()
     if total <= 0:
@@ -120,14 +120,14 @@ def ece(confidence: ArrayLike, correct: ArrayLike, bins: int = ECE_BINS) -> floa
 def aurc(confidence: ArrayLike, correct: ArrayLike) -> float | None:
     """Return the area under the risk-coverage curve, expected over tie orders."""
     groups = TieGroups.build(confidence, correct)
-    out = _aurc(groups, *groups.totals())
+    out = _aurc(*groups.totals())
     return None if out is None else out[0]
 
 
 def e_aurc(confidence: ArrayLike, correct: ArrayLike) -> float | None:
     """Return AURC minus the AURC of a perfect ranking with the same errors."""
     groups = TieGroups.build(confidence, correct)
-    out = _aurc(groups, *groups.totals())
+    out = _aurc(*groups.totals())
     return None if out is None else out[1]
 
 
@@ -210,7 +210,7 @@ class Selective:
         answered = float((w * self.answered).sum())
         wa = w[self.answered_index]
         mass, hits = self.groups.totals(wa)
-        curve = _aurc(self.groups, mass, hits)
+        curve = _aurc(mass, hits)
         conf = self.confidence[self.answered_index]
         corr = self.correct[self.answered_index]
         return {
