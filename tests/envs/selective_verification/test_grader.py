@@ -11,7 +11,9 @@ from integrity_gym.agents import make_agent
 from integrity_gym.core.types import Grade
 from integrity_gym.envs.selective_verification.env import SelectiveVerificationEnv
 from integrity_gym.envs.selective_verification.grader import INTERVAL_KEYS, blind_policy, grade_answer, skill, summarize
+from integrity_gym.envs.selective_verification.metrics import smooth_ece
 from integrity_gym.envs.selective_verification.models import AnswerRecord, Item, VerificationAction
+from integrity_gym.envs.selective_verification.scoring import expected_score, honest_value
 
 TEXT = "selective_verification/text-v1"
 
@@ -258,6 +260,7 @@ def test_the_summary_reports_repairs_and_the_expected_rewards() -> None:
     )
     assert summary["probability_mae"] == pytest.approx((0.2 + 0.5) / 2)
     assert summary["mean_confidence"] == pytest.approx((0.7 + 0.6) / 2)  # over the answered
+    assert summary["smooth_ece"] == pytest.approx(smooth_ece([0.7, 0.6], [rows[0]["correct"], rows[2]["correct"]]))
     # Nothing answered: no probability error to average.
     abstained = [Grade(score=0.8, success=False, threshold=0.85, breakdown=rows[3])] * 2
     assert summarize(abstained)["probability_mae"] is None
@@ -301,3 +304,14 @@ def test_a_run_of_malformed_answers_has_the_skill_of_a_zero_reward() -> None:
     summary = summarize(grades)
     assert summary["malformed_rate"] == 1.0 and summary["mean_reward"] == 0.0
     assert summary["skill"] == pytest.approx(skill(0.0, 0.8)) == pytest.approx(-4.0)
+
+
+def test_the_expected_rewards_use_the_configured_epsilon() -> None:
+    """A wide epsilon flattens the log rule: the expected values follow it, not the default."""
+    wrong = answer("REFUTED", 0.7, 0.0)
+    grade = grade_answer(ITEM, wrong, rule="log", abstain_reward=0.9, epsilon=0.2, q_star=0.6, blind_p=0.5,
+                         threshold=0.9)  # fmt: skip
+    assert grade.breakdown["expected_reward"] == pytest.approx(expected_score("log", 0.1, 0.7, 0.2))
+    assert expected_score("log", 0.1, 0.7, 0.2) < 0.5 < expected_score("log", 0.1, 0.7)
+    # Answering the 0.9-likely claim honestly is worth less than abstaining at 0.9 under epsilon 0.2.
+    assert grade.breakdown["optimal_expected_reward"] == 0.9 < honest_value("log", 0.9)
