@@ -90,6 +90,7 @@ def test_incremental_matcher_agrees_with_batch_matching(threshold: float) -> Non
             assert inc.counts().weight_matched == pytest.approx(batch_counts.weight_matched, abs=1e-12)
             assert inc.counts().weight_correct == pytest.approx(batch_counts.weight_correct, abs=1e-12)
             assert inc.counts().hits == pytest.approx(batch_counts.hits, abs=1e-12)
+            assert inc.counts().label_correct == batch_counts.label_correct
 
 
 def test_a_sub_span_of_a_matched_entity_is_not_matched_twice() -> None:

@@ -211,11 +211,8 @@ class IncrementalMatcher:
         )
 
 
-def tally(
-    pred: Sequence[Span], gold: Sequence[Span], pairs: dict[int, int], weights: GoldWeights | None = None
-) -> MatchCounts:
+def tally(pred: Sequence[Span], gold: Sequence[Span], pairs: dict[int, int], weights: GoldWeights) -> MatchCounts:
     """Totals of the matching ``pairs`` (gold index -> prediction index), as ``IncrementalMatcher.counts``."""
-    weights = GoldWeights.units(len(gold)) if weights is None else weights
     w = weights.recall
     correct = [g for g, p in pairs.items() if pred[p][2] == gold[g][2]]
     return MatchCounts(
