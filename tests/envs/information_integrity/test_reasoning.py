@@ -205,3 +205,12 @@ def test_two_values_for_one_subject_cancel_each_other() -> None:
     both = grade_reasoning(f"{GOOD} claim_2 is true.", SCENARIO, ALL_IDS)
     assert "claim_2 is false" not in [s.text for s in both.correct]
     assert both.score < grade_reasoning(GOOD, SCENARIO, ALL_IDS).score
+
+
+def test_a_status_or_a_discount_of_an_unread_id_voids_the_reasoning() -> None:
+    status = grade_reasoning("claim_2 is false.", SCENARIO, ["src_1"])
+    assert status.void == "'claim_2 is false' cites claim_2, never checked or verified"
+    discount = grade_reasoning("src_6 is outdated.", SCENARIO, ["claim_2"])
+    assert discount.void == "'src_6 is outdated' cites src_6, never checked or verified"
+    # The harm level is shown to everyone: stating it cites nothing unread (it earns nothing alone, though).
+    assert grade_reasoning("harm is medium.", SCENARIO, []).void == "it cites no decisive source"
