@@ -5,25 +5,23 @@ It proves the recipe runs end to end, not that it learns: nothing here asserts t
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
 from integrity_gym import make
-from integrity_gym.bench.local_llm import model_path
 from integrity_gym.bench.results import ResultsDB
 from integrity_gym.train.grpo import DEFAULT_PREFILL, TrainConfig, train
-from tests.conftest import require_service
+
+from .conftest import require_training
 
 TASK = "selective_verification/text-v1"
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    extra = all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers", "trl", "gguf"))
-    require_service(extra and model_path() is not None, "the train extra and the SmolLM2 weights")
+    require_training()
     out = tmp_path_factory.mktemp("train")
     config = TrainConfig(task=TASK, steps=2, prompts_per_step=1, generations=4, max_new_tokens=16, eval_episodes=1)
     train(config, out / "run", db_path=out / "results.sqlite")

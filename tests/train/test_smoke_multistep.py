@@ -5,7 +5,6 @@ It proves the rollout recipe runs end to end, not that it learns: nothing here a
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -14,18 +13,17 @@ import pytest
 from integrity_gym import make
 from integrity_gym.agents.llm import read_action
 from integrity_gym.agents.prompts import get_adapter
-from integrity_gym.bench.local_llm import model_path
 from integrity_gym.core.registry import get_spec
 from integrity_gym.train.grpo import TrainConfig, item_id, train
-from tests.conftest import require_service
+
+from .conftest import require_training
 
 TASK = "information_integrity/easy-v1"
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    extra = all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers", "trl", "gguf"))
-    require_service(extra and model_path() is not None, "the train extra and the SmolLM2 weights")
+    require_training()
     out = tmp_path_factory.mktemp("train-multistep")
     config = TrainConfig(
         task=TASK, steps=1, prompts_per_step=1, generations=2, max_new_tokens=16, max_turns=2, eval_episodes=1
