@@ -116,10 +116,8 @@ def training_html(training: Training, png: Path) -> str:
     )
 
 
-def training_markdown(training: Training, png: Path, relative_to: Path) -> str:
-    """The Markdown section of one training folder, its curves drawn into ``png`` and linked."""
-    import os
-
+def training_markdown(training: Training, png: Path, link: str) -> str:
+    """The Markdown section of one training folder, its curves drawn into ``png``, linked as ``link``."""
     draw_training(training.path, png)
     lines = [f"## Training: {training.path.name}", "", training.describe(), ""]
     stages = training.stages()
@@ -127,6 +125,5 @@ def training_markdown(training: Training, png: Path, relative_to: Path) -> str:
         lines += ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
         lines += ["| " + " | ".join(stage_cells(stage, s)) + " |" for stage, s in stages]
         lines.append("")
-    link = Path(os.path.relpath(png.resolve(), relative_to.resolve())).as_posix()
     lines += [f"**Training curves.** {CAPTION}", "", f"![training curves]({link})", ""]
     return "\n".join(lines)
