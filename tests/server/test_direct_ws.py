@@ -1,0 +1,209 @@
+"""``DirectWebSocketProtocol``: text messages answered inside the protocol, exactly as through ASGI.
+
+Each test serves the same application in-process under uvicorn twice: with the protocol ``igym
+serve`` runs (``integrity_gym.server.ws:DirectWebSocketProtocol``) and with uvicorn's plain
+``websockets-sansio`` one, whose messages all go through the endpoint's ``receive()``. The
+transcripts must be equal byte for byte, and the direct protocol must really take its short path
+(a uvicorn upgrade that renamed the hook would silently lose it).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+import uvicorn
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import ClientConnection, connect
+
+from integrity_gym.server import ws
+from integrity_gym.server.app import ServerConfig, create_app, serve
+
+DIRECT = "integrity_gym.server.ws:DirectWebSocketProtocol"
+PLAIN = "websockets-sansio"
+PII = "pii_redaction/gdpr_contract_easy-v2"
+
+
+@contextmanager
+def serving(ws_impl: str, **config: Any) -> Iterator[str]:
+    """Serve a fresh app on a free port in a thread under uvicorn with ``ws_impl``; yield its ws:// base."""
+    app = create_app(config=ServerConfig(tasks="pii_redaction/*", max_body_bytes=4096, **config))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, ws=ws_impl, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the in-process server did not start"
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"ws://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def _open(base: str) -> ClientConnection:
+    return connect(f"{base}/pii_redaction/ws", proxy=None, open_timeout=10, close_timeout=5)
+
+
+def _conversation(conn: ClientConnection) -> list[str]:
+    """Every kind of message, good and bad, then a pipelined burst; the replies in order."""
+    skip = json.dumps({"type": "step", "data": {"action_type": "SKIP"}})
+    messages: list[str | bytes] = [
+        '{"type": "grade"}',  # before any reset
+        json.dumps({"type": "reset", "data": {"task": PII, "seed": 7}}),
+        skip,
+        '{"type": "step", "data": {"action_type": "REDACT", "start": 0, "end": 5, "label": "NAME"}}',
+        '{"type": "step", "data": {"action_type": "JUMP"}}',
+        '{"type": "step"}',
+        "not json",
+        "[1, 2]",
+        '{"type": "dance"}',
+        "{}",
+        '{"type": "grade"}',  # mid-episode: refused
+        '{"type": "state"}',
+        '{"type": "reset", "data": {"seed": "one"}}',
+        "[" * 200 + "]" * 200,  # nested too deep
+        '{"type": "state", "pad": "' + "x" * 5000 + '"}',  # over max_body_bytes
+        b'{"type": "state"}',  # binary JSON: accepted like text
+        b"\xff\xfe",  # binary, not UTF-8
+        '{"type": "step", "data": {"action_type": "FINISH"}}',
+        skip,  # after the end
+        '{"type": "grade"}',
+    ]
+    replies = []
+    for message in messages:
+        conn.send(message)
+        replies.append(str(conn.recv(timeout=10)))
+    conn.send(json.dumps({"type": "reset", "data": {"task": PII, "seed": 8}}))
+    replies.append(str(conn.recv(timeout=10)))
+    for _ in range(5):  # pipelined: all sent before any reply is read
+        conn.send(skip)
+    replies += [str(conn.recv(timeout=10)) for _ in range(5)]
+    return replies
+
+
+def _play(ws_impl: str) -> tuple[list[str], int | None]:
+    with serving(ws_impl) as base, _open(base) as conn:
+        replies = _conversation(conn)
+        conn.send('{"type": "close"}')
+        with pytest.raises(ConnectionClosed):
+            conn.recv(timeout=10)
+        return replies, conn.close_code
+
+
+def _count_endpoint_messages(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record each message uvicorn hands to the endpoint's queue (the ASGI path)."""
+    seen: list[str] = []
+    parent: Callable[[WebSocketsSansIOProtocol], None] = WebSocketsSansIOProtocol.send_receive_event_to_app
+
+    def counting(self: WebSocketsSansIOProtocol) -> None:
+        seen.append(self.curr_msg_data_type)
+        parent(self)
+
+    monkeypatch.setattr(WebSocketsSansIOProtocol, "send_receive_event_to_app", counting)
+    return seen
+
+
+def test_direct_replies_equal_the_asgi_path_byte_for_byte(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _count_endpoint_messages(monkeypatch)
+    plain, plain_code = _play(PLAIN)
+    plain_seen = list(seen)
+    seen.clear()
+    direct, direct_code = _play(DIRECT)
+    assert direct == plain
+    assert direct_code == plain_code == 1000
+    # Sanity of the transcript itself: real episodes, real errors, in order.
+    kinds = [json.loads(r)["type"] for r in plain]
+    assert [kinds.count(k) for k in ("observation", "error", "state", "grade")] == [11, 12, 2, 1]
+    assert json.loads(plain[-1])["data"]["observation"]["step_count"] == 5
+    # Under the plain protocol every message went through the endpoint's queue; under the direct
+    # one only the two binary messages and the close did.
+    assert len(plain_seen) == 27
+    assert seen == ["bytes", "bytes", "text"]
+
+
+def test_the_served_protocol_is_the_direct_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    captured: dict[str, Any] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: captured.update(k))
+    serve(config=ServerConfig())
+    assert captured["ws"] == DIRECT
+    assert uvicorn.Config(app=lambda: None, ws=captured["ws"]).ws == DIRECT  # importable by uvicorn
+    assert issubclass(uvicorn.importer.import_from_string(DIRECT), WebSocketsSansIOProtocol)
+
+
+def test_a_handler_failure_is_answered_and_closes_as_on_the_asgi_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(text: str, *args: Any, **kwargs: Any) -> str | None:
+        raise RuntimeError("a server bug")
+
+    monkeypatch.setattr(ws, "_handle", broken)
+    outcomes = []
+    for impl in (PLAIN, DIRECT):
+        with serving(impl) as base, _open(base) as conn:
+            conn.send('{"type": "state"}')
+            reply = json.loads(conn.recv(timeout=10))
+            with pytest.raises(ConnectionClosed):
+                conn.recv(timeout=10)
+            outcomes.append((reply, conn.close_code))
+    assert outcomes[0] == outcomes[1]
+    reply, code = outcomes[1]
+    assert reply["data"]["code"] == "EXECUTION_ERROR" and reply["data"]["error_type"] == "InternalError"
+    assert code == ws.CLOSE_INTERNAL_ERROR
+
+
+def test_a_reaped_session_is_closed_not_answered() -> None:
+    with serving(DIRECT, session_ttl_s=0.3, reap_interval_s=0.05) as base, _open(base) as conn:
+        conn.send(json.dumps({"type": "reset", "data": {"task": PII, "seed": 1}}))
+        assert json.loads(conn.recv(timeout=10))["type"] == "observation"
+        time.sleep(1.0)  # idle past the time-to-live: the reaper ends the session
+        reply = json.loads(conn.recv(timeout=10))
+        assert reply["data"]["code"] == "SESSION_ERROR"
+        with pytest.raises(ConnectionClosed):
+            conn.send('{"type": "state"}')
+            conn.recv(timeout=10)
+        assert conn.close_code == ws.CLOSE_GOING_AWAY
+
+
+def test_a_message_queued_for_the_endpoint_is_answered_before_later_ones() -> None:
+    """A binary message goes through the endpoint's queue: text arriving with it must wait its turn."""
+    import socket
+
+    from websockets.client import ClientProtocol
+    from websockets.frames import Frame
+    from websockets.http11 import Response
+    from websockets.uri import parse_uri
+
+    with serving(DIRECT) as base:
+        uri = parse_uri(f"{base}/pii_redaction/ws")
+        protocol = ClientProtocol(uri)
+        with socket.create_connection((uri.host, uri.port), timeout=10) as sock:
+            protocol.send_request(protocol.connect())
+            sock.sendall(b"".join(protocol.data_to_send()))
+            events: list[object] = []
+
+            def read() -> None:
+                protocol.receive_data(sock.recv(1 << 16))
+                events.extend(protocol.events_received())
+
+            while not any(isinstance(e, Response) for e in events):
+                read()
+            protocol.send_text(json.dumps({"type": "reset", "data": {"task": PII, "seed": 3}}).encode())
+            protocol.send_binary(b'{"type": "state"}')
+            for _ in range(3):
+                protocol.send_text(b'{"type": "step", "data": {"action_type": "SKIP"}}')
+            sock.sendall(b"".join(protocol.data_to_send()))  # one write: all five arrive together
+            frames: list[Frame] = []
+            while len(frames) < 5:
+                read()
+                frames = [e for e in events if isinstance(e, Frame)]
+    replies = [json.loads(bytes(f.data)) for f in frames]
+    assert [r["type"] for r in replies] == ["observation", "state", "observation", "observation", "observation"]
+    assert replies[1]["data"]["step_count"] == 0
+    assert [r["data"]["observation"]["step_count"] for r in replies[2:]] == [1, 2, 3]
