@@ -8,6 +8,7 @@ from random import Random
 import pytest
 from faker import Faker
 
+from integrity_gym.envs.pii_redaction import generator
 from integrity_gym.envs.pii_redaction.generator import generate_document
 from integrity_gym.envs.pii_redaction.templates import common
 
@@ -44,7 +45,13 @@ def test_a_weighted_table_is_drawn_by_its_weights() -> None:
 @pytest.mark.parametrize("kind", ["contract", "clinical", "security"])
 def test_documents_equal_those_built_with_a_plain_faker(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     fast = [generate_document(kind, seed, i) for seed in range(25) for i in range(2)]  # type: ignore[arg-type]
-    monkeypatch.setattr(common._local, "faker", Faker("en_US"))
+    plain_faker = Faker("en_US")  # the proxy, with Faker's own weighted draws
+
+    def seeded(seed: int) -> Faker:
+        plain_faker.seed_instance(seed)
+        return plain_faker
+
+    monkeypatch.setattr(generator, "faker_for", seeded)
     plain = [generate_document(kind, seed, i) for seed in range(25) for i in range(2)]  # type: ignore[arg-type]
     assert fast == plain
 
