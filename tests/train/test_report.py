@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 from integrity_gym.bench.report import load_inputs, load_run, write_markdown, write_report
 from integrity_gym.bench.runner import BenchConfig, run_bench
 from integrity_gym.cli import app
-from integrity_gym.train.grpo import EVAL_DIRS, LOG_NAME, SUMMARY_NAME, StepLog, TrainConfig
+from integrity_gym.train.grpo import StepLog, TrainConfig
+from integrity_gym.train.layout import EVAL_DIRS, LOG_NAME, SUMMARY_NAME
 from integrity_gym.train.report import stage_cells
 
 TASK = "selective_verification/text-v1"

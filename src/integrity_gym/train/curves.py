@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from integrity_gym.train.grpo import LOG_NAME, SUMMARY_NAME
+from integrity_gym.train.layout import LOG_NAME, SUMMARY_NAME
 
 
 def read_log(folder: Path) -> list[dict[str, Any]]:

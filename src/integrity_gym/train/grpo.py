@@ -33,6 +33,7 @@ from integrity_gym.agents.llm import LLMSettings, prompt_messages, read_action
 from integrity_gym.agents.prompts import get_adapter, text_of
 from integrity_gym.core.env import describe_validation_error
 from integrity_gym.core.registry import get_spec, make
+from integrity_gym.train.layout import EVAL_DIRS, LOG_NAME, SUMMARY_NAME
 from integrity_gym.train.model import BUNDLED, load_model, render, require_train_extra, save_model
 
 DEFAULT_PREFILL = '{"verdict": "'
@@ -43,10 +44,6 @@ DEFAULT_PREFILLS = {
     "information_integrity": '{"type": "',
     "pii_redaction": '{"action_type": "',
 }
-LOG_NAME = "train_log.jsonl"
-SUMMARY_NAME = "train_summary.json"
-#: The eval runs' folders inside a training folder, before and after training (``igym bench`` run folders).
-EVAL_DIRS = {"before": "eval-before", "after": "eval-after"}
 
 
 class TrainConfig(BaseModel):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from integrity_gym.train.curves import draw_training, graded_episodes, read_log
-from integrity_gym.train.grpo import EVAL_DIRS, LOG_NAME, SUMMARY_NAME
+from integrity_gym.train.layout import EVAL_DIRS, LOG_NAME, SUMMARY_NAME
 
 CAPTION = (
     "Per GRPO step: the mean train reward (for a multi-step task, the episode's grade) with a rolling mean "
