@@ -17,7 +17,8 @@ from rich.console import Console
 from integrity_gym import make
 from integrity_gym.bench.display import print_summary, runs_tables, shell_lines
 from integrity_gym.bench.results import ResultsDB
-from integrity_gym.bench.runner import BenchConfig, SetupError, pass_at_k, run_bench
+from integrity_gym.bench.runner import BenchConfig, SetupError, run_bench
+from integrity_gym.bench.summary import pass_at_k
 from tests.bench.test_cli_bench import run, stable
 
 GDPR = "pii_redaction/gdpr_contract_easy-v2"

@@ -9,7 +9,8 @@ import pytest
 from integrity_gym.bench import logs, runner
 from integrity_gym.bench.records import TaskSummary
 from integrity_gym.bench.results import ResultsDB
-from integrity_gym.bench.runner import BenchConfig, SetupError, run_bench, tier_separation, tier_table
+from integrity_gym.bench.runner import BenchConfig, SetupError, run_bench
+from integrity_gym.bench.summary import tier_separation, tier_table
 
 
 def test_a_run_writes_every_artifact_and_the_database_row(tmp_path: Path) -> None:

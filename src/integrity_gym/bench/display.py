@@ -15,7 +15,8 @@ from rich.text import Text
 
 from integrity_gym.bench import logs
 from integrity_gym.bench.records import EpisodeRecord, TaskSummary
-from integrity_gym.bench.runner import RunResult, separation_text
+from integrity_gym.bench.runner import RunResult
+from integrity_gym.bench.summary import separation_text
 from integrity_gym.core.registry import TaskSpec, list_tasks
 
 Echo = Literal["none", "end", "all"]

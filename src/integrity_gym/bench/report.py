@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from integrity_gym.bench import plots
-from integrity_gym.bench.runner import separation_text
+from integrity_gym.bench.summary import separation_text
 from integrity_gym.train.report import Training, is_training, load_training, training_html, training_markdown
 
 FIGURES = (
