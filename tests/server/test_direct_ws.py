@@ -207,3 +207,13 @@ def test_a_message_queued_for_the_endpoint_is_answered_before_later_ones() -> No
     assert [r["type"] for r in replies] == ["observation", "state", "observation", "observation", "observation"]
     assert replies[1]["data"]["step_count"] == 0
     assert [r["data"]["observation"]["step_count"] for r in replies[2:]] == [1, 2, 3]
+
+
+def test_protocol_state_it_does_not_know_turns_the_short_path_off(caplog: pytest.LogCaptureFixture) -> None:
+    """A uvicorn release keeping other state: the connection answers through ASGI, with a warning."""
+    protocol = object.__new__(ws.DirectWebSocketProtocol)  # none of uvicorn's per-connection state
+    protocol._direct = {"handler": lambda text: "never called"}
+    with caplog.at_level("WARNING", logger="integrity_gym.server.ws"):
+        assert protocol._answerable() is None
+    assert protocol._direct is None
+    assert "using ASGI" in caplog.text

@@ -134,7 +134,9 @@ class DirectWebSocketProtocol(WebSocketsSansIOProtocol):
     ``data_received``, in arrival order. A ``None`` reply, a handler failure, a binary message,
     a message while earlier ones still wait in the queue, a transport paused for writing and a
     closing connection all take uvicorn's usual path, so the endpoint gets them from
-    ``receive()``; an endpoint that ignores the extension behaves as under the parent class.
+    ``receive()``; an endpoint that ignores the extension behaves as under the parent class. It
+    reads the parent's per-connection state (written against uvicorn 0.52.1 to 0.54): should a
+    release keep other state, each connection warns and answers through ASGI instead.
     ``igym serve`` runs this protocol; tests/server/test_direct_ws.py checks that it is used and
     that its replies equal the ASGI path's, byte for byte.
     """
@@ -151,14 +153,8 @@ class DirectWebSocketProtocol(WebSocketsSansIOProtocol):
     def send_receive_event_to_app(self) -> None:
         """Answer a complete text message with the endpoint's handler, else hand it to the endpoint."""
         handler = self._direct.get("handler") if self._direct is not None else None
-        if (
-            handler is not None
-            and self.curr_msg_data_type == "text"
-            and not self.close_sent
-            and self.writable.is_set()
-            and self.queue.empty()
-        ):
-            data = self.frames[0] if len(self.frames) == 1 else b"".join(self.frames)
+        data = self._answerable() if handler is not None else None
+        if handler is not None and data is not None:
             try:
                 reply = handler(data.decode())
             except UnicodeDecodeError:
@@ -172,6 +168,19 @@ class DirectWebSocketProtocol(WebSocketsSansIOProtocol):
                 self.transport.write(b"".join(self.conn.data_to_send()))
                 return
         super().send_receive_event_to_app()
+
+    def _answerable(self) -> bytes | None:
+        """The message, if it may be answered here: text, nothing queued before it, writable, open."""
+        try:
+            if self.curr_msg_data_type != "text" or self.close_sent or not self.writable.is_set():
+                return None
+            if not self.queue.empty():
+                return None
+            return self.frames[0] if len(self.frames) == 1 else b"".join(self.frames)
+        except AttributeError:  # a uvicorn keeping other protocol state than 0.52.1 to 0.54 do
+            log.warning("this uvicorn's WebSocket protocol is not the one DirectWebSocketProtocol knows: using ASGI")
+            self._direct = None  # this connection stops trying
+            return None
 
 
 def _text(reply: str) -> dict[str, Any]:
