@@ -508,7 +508,10 @@ def median_of(rounds: list[tuple[float, float]]) -> dict[str, float]:
     }
 
 
-OUR_WS = "websockets-sansio"  # what igym serve runs (integrity_gym.server.app.serve)
+#: The uvicorn WebSocket implementation the floor and "openenv_same_uvicorn" run: the one igym serve's
+#: DirectWebSocketProtocol extends (its short path needs our endpoint, so other servers run the base).
+BASE_WS = "websockets-sansio"
+OURS_WS = "integrity_gym.server.ws:DirectWebSocketProtocol"  # what igym serve runs (server.app.serve)
 
 
 def main() -> None:
@@ -636,14 +639,14 @@ def measure_minimal(
     try:
         import openenv  # noqa: F401
 
-        # As shipped (uvicorn's default WebSocket implementation), and on our uvicorn settings.
+        # As shipped (uvicorn's default WebSocket implementation), and on the protocol ours extends.
         servers["openenv"] = start("openenv", [sys.executable, me, "--serve", "openenv"])
         servers["openenv_same_uvicorn"] = start(
-            "openenv_same_uvicorn", [sys.executable, me, "--serve", "openenv", "--ws-impl", OUR_WS]
+            "openenv_same_uvicorn", [sys.executable, me, "--serve", "openenv", "--ws-impl", BASE_WS]
         )
     except ImportError:
         result["openenv"] = "not installed (pip install 'integrity-gym[openenv]'): not measured"
-    servers["floor"] = start("floor", [sys.executable, me, "--serve", "floor", "--ws-impl", OUR_WS])
+    servers["floor"] = start("floor", [sys.executable, me, "--serve", "floor", "--ws-impl", BASE_WS])
 
     ws_rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in servers}
     http_rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in servers}
@@ -660,10 +663,10 @@ def measure_minimal(
                 "ws_steps_per_round": ws_steps,
                 "http_steps_per_round": http_steps,
                 "uvicorn_ws": {
-                    "ours": OUR_WS,
-                    "floor": OUR_WS,
+                    "ours": OURS_WS,
+                    "floor": BASE_WS,
                     "openenv": "uvicorn default",
-                    "openenv_same_uvicorn": OUR_WS,
+                    "openenv_same_uvicorn": BASE_WS,
                 },
                 "note": "one client connection per measurement; medians over rounds; server CPU from /proc",
             },
