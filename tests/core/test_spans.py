@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import itertools
 import random
 
 import numpy as np
 import pytest
 
-from integrity_gym.core.spans import SpanUnion, StaticCoverage, iou, merge, overlap
+from integrity_gym.core.spans import SpanUnion, StaticCoverage, iou, merge, merge_arrays, overlap
 
 
 def covered(spans: list[tuple[int, int]]) -> set[int]:
@@ -24,6 +25,21 @@ def test_iou_basic_cases() -> None:
 
 def test_merge_joins_overlapping_and_touching_spans() -> None:
     assert merge([(5, 8), (0, 2), (2, 4), (7, 10), (12, 12)]) == [(0, 4), (5, 10)]
+    assert merge([(3, 9), (4, 6), (1, 2)]) == [(1, 2), (3, 9)]  # a span inside another
+    assert merge([(4, 2), (6, 6)]) == []  # empty and reversed spans cover nothing
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_merge_and_merge_arrays_agree_with_brute_force(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(200):
+        spans = [(s, s + rng.randint(-3, 12)) for s in (rng.randrange(60) for _ in range(rng.randrange(15)))]
+        merged = merge(spans)
+        assert covered(merged) == covered(spans)
+        assert all(a < b < c for (a, b), (c, _) in itertools.pairwise(merged))  # sorted, apart
+        assert all(a < b for a, b in merged)
+        starts, ends = merge_arrays(*(np.array([p[i] for p in spans], dtype=np.int64) for i in (0, 1)))
+        assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == merged
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
+from functools import cached_property
 from itertools import accumulate
 
 import numpy as np
@@ -38,12 +39,21 @@ def merge_arrays(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Return the union of ``spans`` as sorted, disjoint, non-adjacent spans."""
-    pairs = list(spans)
-    if not pairs:
-        return []
-    starts, ends = merge_arrays(*(np.array(col, dtype=np.int64) for col in zip(*pairs, strict=True)))
-    return list(zip(starts.tolist(), ends.tolist(), strict=True))
+    """Return the union of ``spans`` as sorted, disjoint, non-adjacent spans.
+
+    The list version of ``merge_arrays``: for the few spans of one document a sorted sweep is
+    about ten times faster than numpy's fixed cost per call.
+    """
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if end <= start:
+            continue
+        if merged and start <= merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
 
 
 class StaticCoverage:
@@ -54,7 +64,12 @@ class StaticCoverage:
         self._starts = [s for s, _ in merged]
         self._ends = [e for _, e in merged]
         self._prefix = [0, *accumulate(e - s for s, e in merged)]
-        self._arrays = tuple(np.array(a, dtype=np.int64) for a in (self._starts, self._ends, self._prefix))
+
+    @cached_property
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The starts, ends and prefix sums as arrays, built on the first ``covered_many``."""
+        starts, ends, prefix = (np.array(a, dtype=np.int64) for a in (self._starts, self._ends, self._prefix))
+        return starts, ends, prefix
 
     def covered_many(self, starts: np.ndarray, ends: np.ndarray) -> int:
         """Return the covered positions summed over many spans ``[starts[i], ends[i])`` at once."""
