@@ -546,7 +546,7 @@ def main() -> None:
             measure_minimal(args, servers, result, rounds, ws_steps, http_steps, lat_steps, me)
         if "pii" in sections:
             # More rounds than the minimal section: each pii round is short and the peer's speed swings.
-            result["pii_redaction_ws_skip"] = measure_pii(servers, rounds + 2, ws_steps)
+            result["pii_redaction_ws_skip"] = measure_pii(servers, 2 * rounds + 1, ws_steps)
         if "memory" in sections:
             result["idle_session_memory"] = measure_memory(servers, sessions, memory_budget_s)
         result["seconds"] = round(time.perf_counter() - started, 1)
