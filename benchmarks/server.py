@@ -19,7 +19,9 @@ Besides the minimal environment (``--sections minimal``): pii_redaction over one
 SKIP against seed 001's own server, started from ``../shared/peers/pii_redaction_env`` in its
 venv with openenv-core 0.3.0 (``--sections pii``; measured with a client that reads its own
 socket, ``LeanClient``, and again with websockets' threaded sync client), and bytes per idle session over HTTP and
-WebSocket for every environment, each in a fresh server process (``--sections memory``).
+WebSocket (from a client offering no compression and one offering permessage-deflate, as
+OpenEnv's client does) for every
+environment, each in a fresh server process (``--sections memory``).
 
 The client runs on the same two cores as the server, so steps/s include the client's own cost
 and whatever else the machine is doing (``machine.load_avg_1m`` is recorded): server CPU per step
@@ -376,8 +378,12 @@ def measure_pii_ws(server: Server, steps: int, client: str = "lean") -> tuple[fl
     return steps / elapsed, cpu / steps * 1e6
 
 
-def idle_ws_memory(server: Server, env: str, task: str, count: int) -> dict[str, Any]:
-    """Resident bytes per idle WebSocket session: RSS growth while ``count`` reset connections stay open."""
+def idle_ws_memory(server: Server, env: str, task: str, count: int, compression: str | None = None) -> dict[str, Any]:
+    """Resident bytes per idle WebSocket session: RSS growth while ``count`` reset connections stay open.
+
+    ``compression="deflate"`` offers permessage-deflate, as OpenEnv's client does (websockets'
+    default): a server that accepts it keeps a compressor's state per connection.
+    """
     from websockets.asyncio.client import connect as aconnect
 
     url = server.url.replace("http://", "ws://") + f"/{env}/ws"
@@ -386,7 +392,7 @@ def idle_ws_memory(server: Server, env: str, task: str, count: int) -> dict[str,
         sockets = []
 
         async def one(seed: int) -> None:
-            ws = await aconnect(url, proxy=None, compression=None, max_size=None)
+            ws = await aconnect(url, proxy=None, compression=compression, max_size=None)
             await ws.send(json.dumps({"type": "reset", "data": {"seed": seed, "task": task}}))
             await ws.recv()
             sockets.append(ws)
@@ -594,7 +600,7 @@ def measure_pii(servers: dict[str, Server], rounds: int, steps: int) -> dict[str
 
 
 def measure_memory(servers: dict[str, Server], sessions: int, budget_s: float) -> dict[str, Any]:
-    """Bytes per idle session, over HTTP and WebSocket, each in a fresh server process.
+    """Bytes per idle session, over HTTP and WebSocket (plain and deflate), each in a fresh server process.
 
     A fresh process per measurement, so memory freed by an earlier one cannot be reused and hide
     the growth.
@@ -609,16 +615,18 @@ def measure_memory(servers: dict[str, Server], sessions: int, budget_s: float) -
     memory: dict[str, Any] = {}
     for env, task in tasks_by_env.items():
         row: dict[str, Any] = {"task": task}
-        for transport in ("http", "ws"):
+        transports = ("http", "ws", "ws_deflate")
+        for transport in transports:
             servers["memory"] = fresh = start("memory", [*real_cmd, "--tasks", task])
             if transport == "http":
                 row[transport] = idle_session_memory(fresh, env, task, sessions, budget_s=budget_s)
             else:
-                row[transport] = idle_ws_memory(fresh, env, task, sessions)
+                deflate = "deflate" if transport == "ws_deflate" else None
+                row[transport] = idle_ws_memory(fresh, env, task, sessions, compression=deflate)
             servers.pop("memory").stop()
         if env in limits:
             row["limit_bytes"] = limits[env]
-            row["within_limit"] = all(row[t]["bytes_per_session"] <= limits[env] for t in ("http", "ws"))
+            row["within_limit"] = all(row[t]["bytes_per_session"] <= limits[env] for t in transports)
         memory[env] = row
     return memory
 

@@ -24,6 +24,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from integrity_gym.server import ws
 from integrity_gym.server.app import ServerConfig, create_app, serve
+from tests.server.servers import ServerProcess
 
 DIRECT = "integrity_gym.server.ws:DirectWebSocketProtocol"
 PLAIN = "websockets-sansio"
@@ -217,3 +218,12 @@ def test_protocol_state_it_does_not_know_turns_the_short_path_off(caplog: pytest
         assert protocol._answerable() is None
     assert protocol._direct is None
     assert "using ASGI" in caplog.text
+
+
+def test_the_server_declines_permessage_deflate(server: ServerProcess) -> None:
+    """A client offering compression (websockets' default, so OpenEnv's client) gets none."""
+    url = server.url.replace("http://", "ws://") + "/pii_redaction/ws"
+    with connect(url, proxy=None, open_timeout=10) as conn:  # compression="deflate" is the default
+        conn.send(json.dumps({"type": "reset", "data": {"task": PII, "seed": 1}}))
+        assert json.loads(conn.recv(timeout=10))["type"] == "observation"
+        assert conn.protocol.extensions == []
