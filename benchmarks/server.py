@@ -350,7 +350,9 @@ def measure_pii_ws(server: Server, steps: int, client: str = "lean") -> tuple[fl
     """pii_redaction over one WebSocket: SKIP every step, a new episode whenever one ends.
 
     Ours at ``/pii_redaction/ws`` (reset by ``task``); seed 001's server at ``/ws`` (``task_id``).
-    ``client`` is ``lean`` (``LeanClient``) or ``threaded`` (``websockets.sync``). Every reply is
+    ``client`` is ``lean`` (``LeanClient``), ``threaded`` (``websockets.sync``, no compression) or
+    ``deflate`` (``websockets.sync`` offering permessage-deflate, its default and what OpenEnv's and
+    seed 001's clients send: a server that accepts it compresses every reply). Every reply is
     parsed as JSON by the client either way. Returns steps/s and server CPU µs per step (resets
     included, as a training loop pays them).
     """
@@ -359,7 +361,8 @@ def measure_pii_ws(server: Server, steps: int, client: str = "lean") -> tuple[fl
     reset = json.dumps({"type": "reset", "data": {"task": PII_TASK} if ours else {"task_id": PII_TASK}})
     skip = json.dumps({"type": "step", "data": {"action_type": "SKIP"}})
     url = server.url.replace("http://", "ws://") + path
-    opened = LeanClient(url) if client == "lean" else connect(url, proxy=None, compression=None, max_size=None)
+    compression = "deflate" if client == "deflate" else None
+    opened = LeanClient(url) if client == "lean" else connect(url, proxy=None, compression=compression, max_size=None)
     with opened as ws:
 
         def run(count: int) -> None:
@@ -570,7 +573,7 @@ def measure_pii(servers: dict[str, Server], rounds: int, steps: int) -> dict[str
     servers["ours"] = start("ours", ours_cmd)
     peer_cmd = [PEER_PYTHON, "-m", "uvicorn", "server.app:app", "--host", "127.0.0.1", "--port", "0"]
     servers["seed001"] = start("seed001", [*peer_cmd, "--log-level", "info", "--no-access-log"], cwd=PEER)
-    clients = ("lean", "threaded")
+    clients = ("lean", "threaded", "deflate")
     runs: dict[str, dict[str, list[tuple[float, float]]]] = {c: {"ours": [], "seed001": []} for c in clients}
     for _ in range(rounds):
         for client in clients:
@@ -591,9 +594,12 @@ def measure_pii(servers: dict[str, Server], rounds: int, steps: int) -> dict[str
 
     result: dict[str, Any] = {
         "client": "LeanClient (websockets' sans-I/O protocol on a blocking socket, no thread); "
-        "threaded_client: websockets.sync (reads in a background thread)",
+        "threaded_client: websockets.sync (reads in a background thread), no compression; "
+        "threaded_client_offering_deflate: the same offering permessage-deflate, as OpenEnv's and seed 001's "
+        "clients do (seed 001's server accepts it, ours declines it)",
         **summary(runs["lean"]),
         "threaded_client": summary(runs["threaded"]),
+        "threaded_client_offering_deflate": summary(runs["deflate"]),
     }
     result["target_2.5x"] = result["ratio_ours_over_seed001_steps_per_s"] >= 2.5
     return result
