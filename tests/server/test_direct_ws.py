@@ -227,3 +227,62 @@ def test_the_server_declines_permessage_deflate(server: ServerProcess) -> None:
         conn.send(json.dumps({"type": "reset", "data": {"task": PII, "seed": 1}}))
         assert json.loads(conn.recv(timeout=10))["type"] == "observation"
         assert conn.protocol.extensions == []
+
+
+def test_a_client_that_never_reads_cannot_make_the_server_buffer_without_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replies pile up only to the transport's high-water mark, then the server stops reading.
+
+    Without the short path's check of the transport's ``writable`` flag, the server would read and
+    answer every message while the client reads nothing, buffering every reply (megabytes here).
+    """
+    import socket
+
+    from websockets.client import ClientProtocol
+    from websockets.frames import Frame
+    from websockets.http11 import Response
+    from websockets.uri import parse_uri
+
+    protocols: list[ws.DirectWebSocketProtocol] = []
+    connect_as_usual = ws.DirectWebSocketProtocol.handle_connect
+
+    def recording(self: ws.DirectWebSocketProtocol, event: Any) -> None:
+        protocols.append(self)
+        connect_as_usual(self, event)
+
+    monkeypatch.setattr(ws.DirectWebSocketProtocol, "handle_connect", recording)
+    count = 3000  # resets: about 0.9 KB of reply each
+    with serving(DIRECT) as base:
+        uri = parse_uri(f"{base}/pii_redaction/ws")
+        protocol = ClientProtocol(uri, max_size=None)
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: a small window
+            sock.settimeout(30)
+            sock.connect((uri.host, uri.port))
+            protocol.send_request(protocol.connect())
+            sock.sendall(b"".join(protocol.data_to_send()))
+            events: list[object] = []
+
+            def read() -> None:
+                protocol.receive_data(sock.recv(1 << 16))
+                events.extend(protocol.events_received())
+
+            while not any(isinstance(e, Response) for e in events):
+                read()
+            # Small kernel buffers on the server's side too, so replies queue in the transport.
+            protocols[0].transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+            for seed in range(count):
+                protocol.send_text(json.dumps({"type": "reset", "data": {"task": PII, "seed": seed}}).encode())
+            burst = b"".join(protocol.data_to_send())
+            sender = threading.Thread(target=sock.sendall, args=(burst,), daemon=True)
+            sender.start()  # blocks once the server stops reading: nothing is read here meanwhile
+            time.sleep(2.0)
+            buffered = protocols[0].transport.get_write_buffer_size()
+            frames: list[Frame] = []
+            while len(frames) < count:
+                read()
+                frames = [e for e in events if isinstance(e, Frame)]
+            sender.join(timeout=30)
+    assert buffered < 512 * 1024, f"{buffered} bytes of replies buffered for a client that reads nothing"
+    replies = [json.loads(bytes(f.data)) for f in frames]
+    assert all(r["type"] == "observation" for r in replies)
+    assert len({r["data"]["observation"]["visible_text"] for r in replies}) > count // 2  # each its own episode
