@@ -2,8 +2,9 @@
 
 ``run_bench`` is the library entry point (``igym bench`` calls it). One run writes, under its
 folder: ``run.log`` (``[START]/[STEP]/[END]`` blocks, then the summary), ``episodes.jsonl`` (one
-line per episode with the whole trajectory), ``summary.json`` and ``config.json`` (the resolved
-configuration, the seeds and the command that reproduces the run). Episodes are also recorded in
+line per episode with the whole trajectory), ``summary.json`` (its figures come from
+``bench.summary``) and ``config.json`` (the resolved configuration, the seeds and the command
+that reproduces the run). Episodes are also recorded in
 the SQLite results database as they finish. Ctrl-C stops the run after the steps in flight and
 keeps every finished episode; an episode that raises is recorded with its error and the run
 goes on, but the run's status is ``failed`` when more than ``max_failures`` episodes failed.
