@@ -286,3 +286,24 @@ def test_a_client_that_never_reads_cannot_make_the_server_buffer_without_bound(m
     replies = [json.loads(bytes(f.data)) for f in frames]
     assert all(r["type"] == "observation" for r in replies)
     assert len({r["data"]["observation"]["visible_text"] for r in replies}) > count // 2  # each its own episode
+
+
+@pytest.mark.parametrize(
+    ("config", "reset"),
+    [
+        ({"root": "pii_redaction"}, {"task": "gdpr_contract_easy"}),
+        ({"profile": "seed001"}, {"task_id": "gdpr_contract_easy"}),
+    ],
+)
+def test_the_root_and_a_seed_profile_take_the_short_path_too(
+    monkeypatch: pytest.MonkeyPatch, config: dict[str, str], reset: dict[str, str]
+) -> None:
+    seen = _count_endpoint_messages(monkeypatch)
+    with serving(DIRECT, **config) as base, connect(f"{base}/ws", proxy=None, open_timeout=10) as conn:
+        conn.send(json.dumps({"type": "reset", "data": reset}))
+        replies = [json.loads(conn.recv(timeout=10))]
+        for _ in range(3):
+            conn.send('{"type": "step", "data": {"action_type": "SKIP"}}')
+            replies.append(json.loads(conn.recv(timeout=10)))
+    assert [r["type"] for r in replies] == ["observation"] * 4
+    assert seen == []  # no message went through the endpoint's queue
