@@ -10,6 +10,7 @@ transcripts must be equal byte for byte, and the direct protocol must really tak
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,8 +20,12 @@ from typing import Any
 import pytest
 import uvicorn
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.client import ClientProtocol
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import Frame
+from websockets.http11 import Response
 from websockets.sync.client import ClientConnection, connect
+from websockets.uri import parse_uri
 
 from integrity_gym.server import ws
 from integrity_gym.server.app import ServerConfig, create_app, serve
@@ -48,6 +53,59 @@ def serving(ws_impl: str, **config: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+class RawClient:
+    """websockets' sans-I/O client protocol on a plain socket: the test decides when bytes move.
+
+    ``queue_text``/``queue_binary`` only frame messages; ``pending`` hands over every queued byte
+    (to write at once, or from another thread); ``replies`` reads until that many frames came.
+    """
+
+    def __init__(self, url: str, rcvbuf: int | None = None) -> None:
+        uri = parse_uri(url)
+        self.protocol = ClientProtocol(uri, max_size=None)
+        self.sock = socket.socket()
+        if rcvbuf is not None:  # before connecting, so the window is small from the start
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(30)
+        self.sock.connect((uri.host, uri.port))
+        self.protocol.send_request(self.protocol.connect())
+        self.sock.sendall(self.pending())
+        self.frames: list[Frame] = []
+        handshake = False
+        while not handshake:
+            handshake = any(isinstance(e, Response) for e in self._read())
+
+    def _read(self) -> list[object]:
+        self.protocol.receive_data(self.sock.recv(1 << 16))
+        events = self.protocol.events_received()
+        self.frames += [e for e in events if isinstance(e, Frame)]
+        return events
+
+    def queue_text(self, message: Any) -> None:
+        """Frame ``message`` (a JSON value) as a text message, without sending it yet."""
+        self.protocol.send_text(json.dumps(message).encode())
+
+    def queue_binary(self, data: bytes) -> None:
+        """Frame ``data`` as a binary message, without sending it yet."""
+        self.protocol.send_binary(data)
+
+    def pending(self) -> bytes:
+        """Every byte framed and not yet handed over."""
+        return b"".join(self.protocol.data_to_send())
+
+    def replies(self, count: int) -> list[Any]:
+        """Read until ``count`` frames have come; return them parsed as JSON."""
+        while len(self.frames) < count:
+            self._read()
+        return [json.loads(bytes(f.data)) for f in self.frames[:count]]
+
+    def __enter__(self) -> RawClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.sock.close()
 
 
 def _open(base: str) -> ClientConnection:
@@ -174,37 +232,14 @@ def test_a_reaped_session_is_closed_not_answered() -> None:
 
 def test_a_message_queued_for_the_endpoint_is_answered_before_later_ones() -> None:
     """A binary message goes through the endpoint's queue: text arriving with it must wait its turn."""
-    import socket
-
-    from websockets.client import ClientProtocol
-    from websockets.frames import Frame
-    from websockets.http11 import Response
-    from websockets.uri import parse_uri
-
-    with serving(DIRECT) as base:
-        uri = parse_uri(f"{base}/pii_redaction/ws")
-        protocol = ClientProtocol(uri)
-        with socket.create_connection((uri.host, uri.port), timeout=10) as sock:
-            protocol.send_request(protocol.connect())
-            sock.sendall(b"".join(protocol.data_to_send()))
-            events: list[object] = []
-
-            def read() -> None:
-                protocol.receive_data(sock.recv(1 << 16))
-                events.extend(protocol.events_received())
-
-            while not any(isinstance(e, Response) for e in events):
-                read()
-            protocol.send_text(json.dumps({"type": "reset", "data": {"task": PII, "seed": 3}}).encode())
-            protocol.send_binary(b'{"type": "state"}')
-            for _ in range(3):
-                protocol.send_text(b'{"type": "step", "data": {"action_type": "SKIP"}}')
-            sock.sendall(b"".join(protocol.data_to_send()))  # one write: all five arrive together
-            frames: list[Frame] = []
-            while len(frames) < 5:
-                read()
-                frames = [e for e in events if isinstance(e, Frame)]
-    replies = [json.loads(bytes(f.data)) for f in frames]
+    skip = {"type": "step", "data": {"action_type": "SKIP"}}
+    with serving(DIRECT) as base, RawClient(f"{base}/pii_redaction/ws") as client:
+        client.queue_text({"type": "reset", "data": {"task": PII, "seed": 3}})
+        client.queue_binary(b'{"type": "state"}')
+        for _ in range(3):
+            client.queue_text(skip)
+        client.sock.sendall(client.pending())  # one write: all five arrive together
+        replies = client.replies(5)
     assert [r["type"] for r in replies] == ["observation", "state", "observation", "observation", "observation"]
     assert replies[1]["data"]["step_count"] == 0
     assert [r["data"]["observation"]["step_count"] for r in replies[2:]] == [1, 2, 3]
@@ -235,13 +270,6 @@ def test_a_client_that_never_reads_cannot_make_the_server_buffer_without_bound(m
     Without the short path's check of the transport's ``writable`` flag, the server would read and
     answer every message while the client reads nothing, buffering every reply (megabytes here).
     """
-    import socket
-
-    from websockets.client import ClientProtocol
-    from websockets.frames import Frame
-    from websockets.http11 import Response
-    from websockets.uri import parse_uri
-
     protocols: list[ws.DirectWebSocketProtocol] = []
     connect_as_usual = ws.DirectWebSocketProtocol.handle_connect
 
@@ -251,39 +279,18 @@ def test_a_client_that_never_reads_cannot_make_the_server_buffer_without_bound(m
 
     monkeypatch.setattr(ws.DirectWebSocketProtocol, "handle_connect", recording)
     count = 3000  # resets: about 0.9 KB of reply each
-    with serving(DIRECT) as base:
-        uri = parse_uri(f"{base}/pii_redaction/ws")
-        protocol = ClientProtocol(uri, max_size=None)
-        with socket.socket() as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: a small window
-            sock.settimeout(30)
-            sock.connect((uri.host, uri.port))
-            protocol.send_request(protocol.connect())
-            sock.sendall(b"".join(protocol.data_to_send()))
-            events: list[object] = []
-
-            def read() -> None:
-                protocol.receive_data(sock.recv(1 << 16))
-                events.extend(protocol.events_received())
-
-            while not any(isinstance(e, Response) for e in events):
-                read()
-            # Small kernel buffers on the server's side too, so replies queue in the transport.
-            protocols[0].transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
-            for seed in range(count):
-                protocol.send_text(json.dumps({"type": "reset", "data": {"task": PII, "seed": seed}}).encode())
-            burst = b"".join(protocol.data_to_send())
-            sender = threading.Thread(target=sock.sendall, args=(burst,), daemon=True)
-            sender.start()  # blocks once the server stops reading: nothing is read here meanwhile
-            time.sleep(2.0)
-            buffered = protocols[0].transport.get_write_buffer_size()
-            frames: list[Frame] = []
-            while len(frames) < count:
-                read()
-                frames = [e for e in events if isinstance(e, Frame)]
-            sender.join(timeout=30)
+    with serving(DIRECT) as base, RawClient(f"{base}/pii_redaction/ws", rcvbuf=4096) as client:
+        # Small kernel buffers on the server's side too, so replies queue in the transport.
+        protocols[0].transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        for seed in range(count):
+            client.queue_text({"type": "reset", "data": {"task": PII, "seed": seed}})
+        sender = threading.Thread(target=client.sock.sendall, args=(client.pending(),), daemon=True)
+        sender.start()  # blocks once the server stops reading: nothing is read here meanwhile
+        time.sleep(2.0)
+        buffered = protocols[0].transport.get_write_buffer_size()
+        replies = client.replies(count)
+        sender.join(timeout=30)
     assert buffered < 512 * 1024, f"{buffered} bytes of replies buffered for a client that reads nothing"
-    replies = [json.loads(bytes(f.data)) for f in frames]
     assert all(r["type"] == "observation" for r in replies)
     assert len({r["data"]["observation"]["visible_text"] for r in replies}) > count // 2  # each its own episode
 
