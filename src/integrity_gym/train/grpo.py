@@ -126,6 +126,13 @@ def first_prompt(env: Any, spec: Any, adapter: Any, seed: int) -> dict[str, Any]
     }
 
 
+def rendered_row(row: dict[str, Any], tokenizer: Any, prefill: str | None) -> dict[str, Any]:
+    """``first_prompt``'s row as TRL trains on it: its messages rendered with the prefill into ``prompt``."""
+    system, user = row["messages"]
+    rest = {k: v for k, v in row.items() if k != "messages"}
+    return {**rest, "prompt": render(tokenizer, prompt_messages(system, user, prefill))}
+
+
 class StepLog:
     """``train_log.jsonl``: one line per GRPO step, written by the single-step reward and the rollout alike."""
 
@@ -305,11 +312,7 @@ def train(config: TrainConfig, out_dir: Path, *, db_path: Path | None = None) ->
         rows, reward_func, rollout_func, serving = rollout.rows(seeds), rollout.reward, rollout, rollout.serving()
     else:
         env_reward = reward_func = EnvReward(config, log_path)
-        rows = []
-        for seed in seeds:
-            row = env_reward.prompt(seed)
-            system, user = row.pop("messages")
-            rows.append({**row, "prompt": render(tokenizer, prompt_messages(system, user, config.prefill))})
+        rows = [rendered_row(env_reward.prompt(seed), tokenizer, config.prefill) for seed in seeds]
     before = None
     if config.eval_episodes:
         before = evaluate(model, tokenizer, config, f"{label}-before", out_dir / EVAL_DIRS["before"], db_path)

@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from integrity_gym.agents.llm import LLMSettings, prompt_messages
+from integrity_gym.agents.llm import LLMSettings
 from integrity_gym.agents.prompts import get_adapter
 from integrity_gym.core.registry import get_spec, make
-from integrity_gym.train.grpo import StepLog, TrainConfig, bf16_autocast, first_prompt, reply_flags
+from integrity_gym.train.grpo import StepLog, TrainConfig, bf16_autocast, first_prompt, rendered_row, reply_flags
 from integrity_gym.train.model import render
 
 Generate = Callable[[list[int]], list[int]]
@@ -155,14 +155,13 @@ class EpisodeRollout:
         env, adapter = make(self.config.task, partition="train"), get_adapter(self.spec)
         rows = []
         for seed in seeds:
-            row = first_prompt(env, self.spec, adapter, seed)
-            system, user = row.pop("messages")
-            prompt = render(self.tokenizer, prompt_messages(system, user, self.config.prefill))
+            row = rendered_row(first_prompt(env, self.spec, adapter, seed), self.tokenizer, self.config.prefill)
+            prompt = row["prompt"]
             if prompt in self.seed_of:  # TRL hands the rollout prompts only: each must name one item
                 raise ValueError(f"train seeds {self.seed_of[prompt]} and {seed} have the same first prompt")
             self.seed_of[prompt] = seed
             self.item_ids[seed] = row["item_id"]
-            rows.append({**row, "prompt": prompt})
+            rows.append(row)
         return rows
 
     @contextlib.contextmanager
