@@ -19,6 +19,13 @@ if TYPE_CHECKING:
 #: Longest ``info["error"]`` a rejected action gets.
 MAX_ERROR_CHARS = 500
 
+#: What a wasted step costs under every environment's default reward: an action the environment
+#: rejects (malformed, unknown id, out of bounds) or that repeats one already taken changes nothing,
+#: uses a step of the budget and is charged this much, so a policy cannot hide from a step's cost by
+#: writing something unreadable. Where an episode is a single answer (selective_verification), an
+#: unreadable answer is that answer and earns the environment's lowest reward instead.
+WASTED_STEP = 0.05
+
 
 class InvalidActionError(ValueError):
     """An action the environment cannot carry out; the message says what was wrong."""

@@ -236,3 +236,93 @@ ATTACKS: tuple[Attack, ...] = (
     ),
     Attack("random", "Uniformly random verify, check and decide actions.", _RandomPlayer, floor=True),
 )
+
+
+class _Rewritten:
+    """Another agent's actions, its decision rewritten by ``rewrite(action)``."""
+
+    def __init__(self, inner: Any, rewrite: Callable[[IntegrityAction], IntegrityAction]) -> None:
+        self._inner = inner
+        self._rewrite = rewrite
+
+    def act(self, observation: Any) -> IntegrityAction:
+        """The inner agent's action, rewritten when it decides."""
+        action: IntegrityAction = self._inner.act(observation)
+        return self._rewrite(action) if action.type == "decide" else action
+
+
+def _no_reasoning(action: IntegrityAction) -> IntegrityAction:
+    return action.model_copy(update={"reasoning": None})
+
+
+def _wrong(action: IntegrityAction) -> IntegrityAction:
+    assert action.decision is not None
+    return action.model_copy(update={"decision": DECISIONS[(DECISIONS.index(action.decision) + 1) % len(DECISIONS)]})
+
+
+class _OracleReads:
+    """The oracle's decision and statements after reading ``strategy``'s evidence (none, or everything)."""
+
+    def __init__(self, env: Any, strategy: Strategy) -> None:
+        self._env = env
+        self._strategy = strategy
+
+    def act(self, observation: Any) -> IntegrityAction:
+        """Read per the strategy, then decide as the oracle would."""
+        obs = _obs(observation)
+        if self._strategy == "all" and obs.steps_left > 1:
+            read = _next_read(obs, "all")
+            if read is not None:
+                return read
+        from integrity_gym.envs.information_integrity import rules
+
+        gold = rules.gold_evidence(self._env.state().scenario)
+        return IntegrityAction(type="decide", decision=gold.label, reasoning=". ".join(gold.statements) + ".")
+
+
+def _degraded(name: str, description: str, build: Callable[[Any, int], Any]) -> Any:
+    from integrity_gym.agents.redteam.audit import Policy
+
+    return Policy(name, "degraded", description, build)
+
+
+def _oracle(env: Any) -> Any:
+    from integrity_gym.agents.oracle import OracleAgent
+
+    return OracleAgent(env)
+
+
+def _heuristic(env: Any, seed: int) -> Any:
+    from integrity_gym.agents.heuristic.information_integrity import HeuristicAgent
+
+    return HeuristicAgent(env.spec, seed)
+
+
+#: Honest policies made worse on purpose, for the return-vs-grade audit (``audit.py``).
+DEGRADED = (
+    _degraded(
+        "oracle_no_reasoning",
+        "The oracle with its reasoning deleted.",
+        lambda env, seed: _Rewritten(_oracle(env), _no_reasoning),
+    ),
+    _degraded(
+        "oracle_wrong_third",
+        "The oracle, deciding wrongly on every third seed.",
+        lambda env, seed: _Rewritten(_oracle(env), _wrong if seed % 3 == 0 else (lambda a: a)),
+    ),
+    _degraded(
+        "oracle_at_once",
+        "The oracle's decision and statements with nothing read.",
+        lambda env, seed: _OracleReads(env, "none"),
+    ),
+    _degraded(
+        "oracle_reads_everything",
+        "Reads every claim and source, then decides as the oracle does.",
+        lambda env, seed: _OracleReads(env, "all"),
+    ),
+    _degraded(
+        "heuristic_no_reasoning",
+        "The heuristic with its reasoning deleted.",
+        lambda env, seed: _Rewritten(_heuristic(env, seed), _no_reasoning),
+    ),
+)

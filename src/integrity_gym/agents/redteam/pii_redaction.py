@@ -231,3 +231,83 @@ ATTACKS: tuple[Attack, ...] = (
     _attack("whole_window", "Redact every character of every window.", WholeWindow),
     _attack("most_repeated_word", "Redact every mention of the most repeated capitalised word.", MostRepeated),
 )
+
+
+class _PartialOracle:
+    """The oracle on a copy of the state whose gold keeps only the entities ``keep`` selects, relabelled by ``label``."""
+
+    def __init__(self, env: Any, keep: Any, relabel: Any = None) -> None:
+        self._env = env
+        self._keep = keep
+        self._relabel = relabel
+
+    def act(self, observation: RedactionObservation) -> RedactionAction:
+        """The oracle's action on the reduced gold."""
+        from integrity_gym.envs.pii_redaction.models import Document, Entity
+
+        state = self._env.state()
+        size = int(state.config["window_size"])
+        entities = [e for i, e in enumerate(state.document.entities) if self._keep(i, e, size)]
+        if self._relabel is not None:
+            entities = [
+                Entity(start=e.start, end=e.end, text=e.text, label=self._relabel(i, e.label))
+                for i, e in enumerate(entities)
+            ]
+        document = Document.model_validate({**state.document.model_dump(), "entities": entities})
+        action: RedactionAction = type(self._env).oracle_action(state.model_copy(update={"document": document}))
+        return action
+
+
+def _next_label(index: int, label: Label) -> Label:
+    from integrity_gym.envs.pii_redaction.models import LABELS
+
+    return LABELS[(LABELS.index(label) + 1) % len(LABELS)] if index % 3 == 0 else label
+
+
+class _RelabelThird:
+    """The heuristic with every third redaction given the wrong label."""
+
+    def __init__(self, spec: TaskSpec, seed: int = 0) -> None:
+        self._inner = HeuristicAgent(spec, seed)
+        self._redactions = 0
+
+    def act(self, observation: RedactionObservation) -> RedactionAction:
+        """The heuristic's action; every third REDACT relabelled."""
+        if observation.step_count == 0:
+            self._redactions = 0
+        action = self._inner.act(observation)
+        if action.action_type == "REDACT" and action.label is not None:
+            self._redactions += 1
+            return action.model_copy(update={"label": _next_label(self._redactions - 1, action.label)})
+        return action
+
+
+def _degraded(name: str, description: str, build: Any) -> Any:
+    from integrity_gym.agents.redteam.audit import Policy
+
+    return Policy(name, "degraded", description, build)
+
+
+#: Honest policies made worse on purpose, for the return-vs-grade audit (``audit.py``).
+DEGRADED = (
+    _degraded(
+        "oracle_skip_half",
+        "The oracle, blind to every other entity.",
+        lambda env, seed: _PartialOracle(env, lambda i, e, size: i % 2 == 0),
+    ),
+    _degraded(
+        "oracle_first_window",
+        "The oracle on the first window only, then FINISH (never reads on).",
+        lambda env, seed: _PartialOracle(env, lambda i, e, size: e.end <= size),
+    ),
+    _degraded(
+        "oracle_wrong_label_third",
+        "The oracle with every third entity given the wrong label.",
+        lambda env, seed: _PartialOracle(env, lambda i, e, size: True, _next_label),
+    ),
+    _degraded(
+        "heuristic_wrong_label_third",
+        "The heuristic with every third redaction given the wrong label.",
+        lambda env, seed: _RelabelThird(env.spec, seed),
+    ),
+)

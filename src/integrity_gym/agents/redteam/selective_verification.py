@@ -126,3 +126,48 @@ ATTACKS: tuple[Attack, ...] = (
     Attack("stuffed", "Every verdict in one reply, hoping the reader keeps the right one.",
            lambda spec, seed: _Constant(_STUFFED)),
 )  # fmt: skip
+
+
+class _WrongThird:
+    """The oracle's answer, turned around (still at confidence 1) on every third seed."""
+
+    def __init__(self, env: Any, seed: int) -> None:
+        from integrity_gym.agents.oracle import OracleAgent
+
+        self._oracle = OracleAgent(env)
+        self._flip = seed % 3 == 0
+
+    def act(self, observation: VerificationObservation) -> VerificationAction:
+        """The true verdict, or its opposite on the flipped seeds."""
+        action: VerificationAction = self._oracle.act(observation)
+        if not self._flip:
+            return action
+        return VerificationAction(verdict="REFUTED" if action.verdict == "SUPPORTED" else "SUPPORTED", confidence=1.0)
+
+
+class _Hedged:
+    """The oracle's verdict at a fixed, lower confidence."""
+
+    def __init__(self, env: Any, confidence: float) -> None:
+        from integrity_gym.agents.oracle import OracleAgent
+
+        self._oracle = OracleAgent(env)
+        self._confidence = confidence
+
+    def act(self, observation: VerificationObservation) -> VerificationAction:
+        """The true verdict at the fixed confidence."""
+        action: VerificationAction = self._oracle.act(observation)
+        return VerificationAction(verdict=action.verdict, confidence=self._confidence)
+
+
+def _degraded(name: str, description: str, build: Callable[[Any, int], Any]) -> Any:
+    from integrity_gym.agents.redteam.audit import Policy
+
+    return Policy(name, "degraded", description, build)
+
+
+#: Honest policies made worse on purpose, for the return-vs-grade audit (``audit.py``).
+DEGRADED = (
+    _degraded("oracle_wrong_third", "The oracle, sure and wrong on every third seed.", _WrongThird),
+    _degraded("oracle_hedged", "The true verdict at confidence 0.8.", lambda env, seed: _Hedged(env, 0.8)),
+)

@@ -20,7 +20,7 @@ from integrity_gym.core.types import Grade, StepResult, WireModel
 from integrity_gym.envs.information_integrity import explain as explain_mod
 from integrity_gym.envs.information_integrity import reward as rw
 from integrity_gym.envs.information_integrity import rules
-from integrity_gym.envs.information_integrity.grader import EpisodeRecord, GraderFactory, summarize
+from integrity_gym.envs.information_integrity.grader import EpisodeRecord, Grader, GraderFactory, summarize
 from integrity_gym.envs.information_integrity.models import (
     DECISIONS,
     HARMS,
@@ -181,6 +181,7 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
         self._redundant = 0
         self._invalid = 0
         self._exploration_paid = 0.0
+        self._inefficiency_paid = 0.0
         self._total = 0.0
         self._step_count = 0
 
@@ -228,6 +229,7 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
             outcome = f"decided {action.decision}" + (" before sufficient evidence" if self._premature else "")
         if repeated:
             self._redundant += 1
+        score = self._reasoning_score() if action.type == "decide" else 0.0
         parts = rw.step_breakdown(
             self.reward_config,
             kind=action.type,
@@ -239,13 +241,29 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
             decision=action.decision,
             label=self.scenario.label,
             premature=self._premature,
+            reasoning=score,
+            reasoned=score >= self._grader().min_reasoning,
         )
-        self._exploration_paid += rw.exploration_of(parts)
+        counted = action.decision == self.scenario.label and score >= self._grader().min_reasoning
+        self._settle(parts, counted=counted, ends=action.type == "decide")
         return self._advance(str(action), outcome, parts, None, action.reasoning)
+
+    def _settle(self, parts: dict[str, float], *, counted: bool, ends: bool) -> None:
+        """Account the step's exploration and inefficiency; on the episode's last step, settle them with the grade."""
+        self._exploration_paid += rw.exploration_of(parts)
+        self._inefficiency_paid += parts.get("inefficiency", 0.0)
+        if ends or self._step_count + 1 >= self.max_steps:
+            parts |= rw.settle(
+                self.reward_config,
+                exploration_paid=self._exploration_paid,
+                inefficiency_paid=self._inefficiency_paid,
+                counted=counted,
+            )
 
     def _reject(self, raw: Any, message: str) -> StepResult[IntegrityObservation]:
         self._invalid += 1
         parts = rw.step_breakdown(self.reward_config, kind="invalid", step_number=self._step_count + 1, efficient=0)
+        self._settle(parts, counted=False, ends=False)
         shown = str(raw) if isinstance(raw, IntegrityAction) else "invalid action"
         return self._advance(shown, f"rejected: {message}", parts, message, None)
 
@@ -355,6 +373,7 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
             redundant=self._redundant,
             invalid=self._invalid,
             exploration_paid=self._exploration_paid,
+            inefficiency_paid=self._inefficiency_paid,
             total_reward=self._total,
             max_steps_reached=self._decision is None and self._step_count >= self.max_steps,
         )
@@ -374,6 +393,7 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
         self._redundant = state.redundant
         self._invalid = state.invalid
         self._exploration_paid = state.exploration_paid
+        self._inefficiency_paid = state.inefficiency_paid
         self._total = state.total_reward
         self._step_count = state.step_count
 
@@ -391,9 +411,15 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
             reasoning_statement_cap=self.config.reasoning_statement_cap,
         )
 
+    def _grader(self) -> Grader:
+        return GraderFactory.create(self.config.grader or self.scenario.difficulty)
+
     def _grade(self) -> Grade:
-        grader = GraderFactory.create(self.config.grader or self.scenario.difficulty)
-        return grader.grade(self._record())
+        return self._grader().grade(self._record())
+
+    def _reasoning_score(self) -> float:
+        """The decision's reasoning as the grade will score it (the decide step pays for it)."""
+        return self._grader().dimensions(self._record())["reasoning_depth"]
 
     # ------------------------------------------------------------------ agent hooks
     @classmethod

@@ -90,17 +90,26 @@ class Grader:
     def grade(self, record: EpisodeRecord) -> Grade:
         """Grade ``record``; the breakdown also says whether the decision was premature.
 
-        The dimensions are reported as measured; the score is their weighted sum only when the
-        decision is right. Reading everything and then deciding wrongly, or deciding the same way
-        every time, therefore earns nothing on the episodes it gets wrong.
+        The dimensions are reported as measured. The score is their weighted sum when the decision
+        is right and its reasoning is worth at least ``min_reasoning``; a right decision with
+        weaker reasoning scores its decision and reasoning weights only (evidence and efficiency
+        count when the agent says what they showed), which stays under every task's threshold; a
+        wrong decision scores 0. Reading everything and then deciding wrongly, or deciding the same
+        way every time, therefore earns nothing on the episodes it gets wrong, and a success
+        (score at or above the threshold) always has a right decision and reasons.
         """
         dims = self.dimensions(record)
-        weighted = round(sum(self.weights[k] * dims[k] for k in self.weights), 10)
+        counted = self.weights
+        if dims["reasoning_depth"] < self.min_reasoning:
+            counted = {k: self.weights[k] for k in ("decision_correct", "reasoning_depth")}
+        weighted = round(sum(w * dims[k] for k, w in counted.items()), 10)
         score = min(1.0, max(0.0, weighted)) if dims["decision_correct"] == 1.0 else 0.0
-        # A wrong decision scores 0, so a success is always a right decision.
-        success = score >= record.threshold and dims["reasoning_depth"] >= self.min_reasoning
         breakdown = {**dims, "premature": 1.0 if record.premature else 0.0}
-        return Grade(score=score, success=success, threshold=record.threshold, breakdown=breakdown)
+        return Grade(score=score, success=score >= record.threshold, threshold=record.threshold, breakdown=breakdown)
+
+    def ceiling_without_reasons(self) -> float:
+        """The highest score a right decision earns with reasoning below ``min_reasoning`` (just under it)."""
+        return self.weights["decision_correct"] + self.weights["reasoning_depth"] * self.min_reasoning
 
 
 class EasyGrader(Grader):

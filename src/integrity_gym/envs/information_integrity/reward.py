@@ -35,7 +35,17 @@ class RewardConfig(BaseModel):
     exploration_cap: float | None = Field(ge=0, description="Cap on the sum of the three rewards above; null = none.")
     correct_decision: float = Field(ge=0, description="Decision equals the label.")
     partial_decision: float = Field(ge=0, description="Decision one tier from the label.")
+    reasoning: float = Field(
+        0.0, ge=0, description="Paid × the reasoning's grade (as the grader scores it) with a right decision."
+    )
     premature_decision: float = Field(le=0, description="Deciding before the minimum evidence.")
+    grade_aligned: bool = Field(
+        False,
+        description="Keep the exploration rewards, and charge premature_decision, only when the decision is "
+        "right with reasoning worth the grader's min_reasoning, the one case in which the grade counts evidence "
+        "and efficiency; otherwise the episode's last step takes the exploration back and gives the inefficiency "
+        "charges back (exploration_refund, inefficiency_refund).",
+    )
     redundant_action: float = Field(le=0, description="Verifying or checking the same id again.")
     inefficiency: float = Field(le=0, description="Per step beyond efficient_step_threshold.")
     efficient_step_threshold: int | None = Field(
@@ -106,11 +116,15 @@ def step_breakdown(
     decision: Decision | None = None,
     label: Decision | None = None,
     premature: bool = False,
+    reasoning: float = 0.0,
+    reasoned: bool = True,
 ) -> dict[str, float]:
     """Reward components of one step, before the episode clip.
 
     ``step_number`` is 1-based; ``exploration_paid`` is what verify/check/bonus rewards paid before
-    this step (for the cap); ``sources_checked_after`` counts unique sources after this step.
+    this step (for the cap); ``sources_checked_after`` counts unique sources after this step;
+    ``reasoning`` is the decision's reasoning score in [0, 1] (``reasoning.grade_reasoning``) and
+    ``reasoned`` whether it reaches the grader's ``min_reasoning``.
     """
     if kind == "invalid":
         return {"invalid_action": config.invalid_action}
@@ -131,10 +145,32 @@ def step_breakdown(
         if decision is None or label is None:
             raise ValueError("a decide step needs decision and label")
         out.update(decision_reward(config, decision, label))
-        if premature:
+        if decision == label and config.reasoning:
+            out["reasoning"] = _round(config.reasoning * reasoning)
+        if premature and (not config.grade_aligned or (decision == label and reasoned)):
             out["premature_decision"] = config.premature_decision
     if step_number > efficient:
         out["inefficiency"] = config.inefficiency
+    return out
+
+
+def settle(config: RewardConfig, *, exploration_paid: float, inefficiency_paid: float, counted: bool) -> dict[str, float]:
+    """Components of the episode's last step under ``grade_aligned``: take back what the grade will not count.
+
+    ``counted`` is true when the episode ends with a right decision reasoned well enough for the
+    grade to count evidence and efficiency. Otherwise the exploration rewards
+    (``exploration_paid``: verify/check/bonus, this step included) are taken back
+    (``exploration_refund``) and the inefficiency charges (``inefficiency_paid``, negative) given
+    back (``inefficiency_refund``): such an episode returns what its decision and reasoning earned,
+    less its wasted steps, as its grade counts only those.
+    """
+    if not config.grade_aligned or counted:
+        return {}
+    out = {}
+    if exploration_paid > 0:
+        out["exploration_refund"] = _round(-exploration_paid)
+    if inefficiency_paid < 0:
+        out["inefficiency_refund"] = _round(-inefficiency_paid)
     return out
 
 

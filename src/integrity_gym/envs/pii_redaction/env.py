@@ -204,9 +204,11 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
             error = self._redact(action, components)
         elif kind == "NEXT_CHUNK":
             missed = self._missed_in_window()
-            before = self._cursor
-            self._cursor = window.next_cursor(self._cursor, len(self.document.text), self.config.window_size)
-            components |= rw.next_chunk_reward(self.reward_config, missed=missed, moved=self._cursor != before)
+            length = len(self.document.text)
+            seen = min(length, self._cursor + self.config.window_size)
+            self._cursor = window.next_cursor(self._cursor, length, self.config.window_size)
+            shown = max(0, min(length, self._cursor + self.config.window_size) - seen) / length
+            components |= rw.next_chunk_reward(self.reward_config, missed=missed, shown=shown)
         elif kind == "PREV_CHUNK":
             self._cursor = window.prev_cursor(self._cursor, self.config.window_size)
         elif kind == "SKIP":
@@ -216,7 +218,12 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
             )
         else:  # FINISH
             self._finished = True
-            components |= rw.finish_reward(self.reward_config, all_matched=self._all_matched())
+            counts = self._matcher.counts()
+            components |= rw.finish_reward(
+                self.reward_config,
+                all_matched=counts.matched == counts.gold,
+                all_labelled=counts.label_correct == counts.gold,
+            )
         if kind != "SKIP" and error is None:
             self._trailing_skips = 0
         return self._advance(str(action) if error is None else f"REJECTED {action}", components, error)
@@ -237,8 +244,17 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
             components |= rw.duplicate_reward(self.reward_config, duplicates)
             return f"REDACT({start},{end}) repeats an earlier redaction (IoU > {self.reward_config.duplicate_iou})"
         best = self._matcher.best_iou(start, end)
+        before = self._matcher.counts()
         new_matches = self._commit(Redaction(start=start, end=end, label=action.label))
-        components |= rw.redact_reward(self.reward_config, new_matches=[s for _, s in new_matches], best_iou=best)
+        counts = self._matcher.counts()
+        components |= rw.redact_reward(
+            self.reward_config,
+            new_matches=[s for _, s in new_matches],
+            best_iou=best,
+            gained=(counts.weight_correct - before.weight_correct) / counts.weight_total if counts.weight_total else 0.0,
+            gold=counts.gold,
+            false_positives=before.predictions - before.matched,
+        )
         return None
 
     def _redact_bounds(self) -> tuple[int, int]:
@@ -272,6 +288,10 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
     ) -> StepResult[RedactionObservation]:
         self._step_count += 1
         self._log.append(log_entry)
+        if self._is_done():
+            counts = self._matcher.counts()
+            unmatched = 1.0 - counts.weight_correct / counts.weight_total if counts.weight_total else 0.0
+            components = components | rw.end_reward(self.reward_config, unmatched=max(0.0, unmatched))
         phi = self._phi
         if self._phi_stale:
             phi, self._phi_stale = self._potential(), False
@@ -300,10 +320,6 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
                 length=len(self.document.text),
             ),
         )
-
-    def _all_matched(self) -> bool:
-        counts = self._matcher.counts()
-        return counts.matched == counts.gold
 
     def _missed_in_window(self) -> int:
         """Unmatched entities in the window: wholly inside it, or overlapping it (reference)."""

@@ -25,6 +25,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from integrity_gym.core.env import WASTED_STEP
 from integrity_gym.core.types import WireModel
 from integrity_gym.envs.pii_redaction.matching import GoldWeights, MatchCounts
 
@@ -50,19 +51,35 @@ class RewardConfig(WireModel):
     """Magnitudes and rules of the step reward. Use a preset from ``PRESETS``."""
 
     match_iou: float = Field(GRADE_IOU, gt=0.0, lt=1.0, description="IoU above which a redaction matches (Φ, tp).")
-    tp_bonus: float = Field(0.5, ge=0, description="Paid × IoU when a redaction matches an entity.")
+    tp_bonus: float = Field(0.05, ge=0, description="Paid for a redaction that newly matches PII (see ``units``).")
     tp_once: bool = Field(True, description="Pay tp only for a newly matched entity (else for any match).")
-    fp_penalty: float = Field(0.2, ge=0, description="Charged × (1 − best IoU) for a redaction matching nothing.")
+    fp_penalty: float = Field(0.05, ge=0, description="Charged × (1 − best IoU) for a redaction matching nothing.")
     duplicate_iou: float = Field(0.8, gt=0.0, le=1.0, description="IoU with an earlier redaction that rejects a span.")
-    duplicate_penalty: float = Field(0.2, ge=0, description="Charged per earlier redaction a duplicate repeats.")
-    invalid_penalty: float = Field(1.0, ge=0, description="Charged for a malformed or out-of-bounds action.")
-    miss_penalty: float = Field(0.3, ge=0, description="Charged per missed entity on NEXT_CHUNK.")
-    exploration_reward: float = Field(0.02, ge=0, description="Paid for NEXT_CHUNK that leaves nothing behind.")
+    duplicate_penalty: float = Field(
+        WASTED_STEP, ge=0, description="Charged per earlier redaction a duplicate repeats."
+    )
+    invalid_penalty: float = Field(WASTED_STEP, ge=0, description="Charged for a malformed or out-of-bounds action.")
+    miss_penalty: float = Field(0.05, ge=0, description="Charged for PII left unredacted (see ``miss_timing``).")
+    miss_timing: Literal["end", "window"] = Field(
+        "end",
+        description="'end': charged once, on the step that ends the episode, for all the PII still unmatched, "
+        "seen or not; 'window': the reference's charge on NEXT_CHUNK (and SKIP) for the entities left in the "
+        "window, which an agent avoids by never reading on.",
+    )
+    exploration_reward: float = Field(0.01, ge=0, description="Paid for NEXT_CHUNK that leaves nothing behind.")
     explore_needs_move: bool = Field(True, description="Pay exploration only when the window actually moves.")
-    finish_bonus: float = Field(1.0, ge=0, description="Paid for FINISH once every entity is matched.")
-    skip_miss_penalty: float = Field(0.3, ge=0, description="Charged per missed entity on SKIP.")
-    stagnation_penalty: float = Field(0.05, ge=0, description="Charged × min(cap, consecutive SKIPs − 1).")
+    finish_bonus: float = Field(0.05, ge=0, description="Paid for FINISH once every entity is matched.")
+    finish_needs_labels: bool = Field(True, description="The finish bonus also needs every label right.")
+    skip_miss_penalty: float = Field(0.0, ge=0, description="Charged per missed entity on SKIP ('window' timing).")
+    stagnation_penalty: float = Field(0.005, ge=0, description="Charged × min(cap, consecutive SKIPs − 1).")
     stagnation_cap: int = Field(5, ge=1, description="Cap of the stagnation multiplier.")
+    units: Literal["share", "entities"] = Field(
+        "share",
+        description="'share': tp pays its magnitude × the share of the PII newly redacted with the right label, "
+        "a miss charges × the share still unmatched, a false positive × (1 − IoU) / number of gold entities and "
+        "exploration × the share of the document newly shown, so each direct term's episode total is at most "
+        "its magnitude; 'entities': the reference's per-entity counts (tp × IoU per match).",
+    )
     utility: Literal["non_pii", "all"] = Field(
         "non_pii",
         description="'non_pii': 1 − over-redacted non-PII chars / non-PII chars (a perfect agent scores 1); "
@@ -90,11 +107,23 @@ class RewardConfig(WireModel):
 
 PRESETS: dict[str, RewardConfig] = {
     "default": RewardConfig(),
-    # The reference document's formulas, kept for comparison with published numbers.
+    # The reference document's formulas and magnitudes, kept for comparison with published numbers.
     "reference": RewardConfig(
         match_iou=0.4,
+        tp_bonus=0.5,
         tp_once=False,
+        fp_penalty=0.2,
+        duplicate_penalty=0.2,
+        invalid_penalty=1.0,
+        miss_penalty=0.3,
+        miss_timing="window",
+        exploration_reward=0.02,
         explore_needs_move=False,
+        finish_bonus=1.0,
+        finish_needs_labels=False,
+        skip_miss_penalty=0.3,
+        stagnation_penalty=0.05,
+        units="entities",
         utility="all",
         miss_scope="overlap",
         redact_scope="document",
@@ -188,12 +217,32 @@ def potential(f1: float, label_acc: float, util: float) -> float:
     return 0.5 * f1 + 0.25 * label_acc + 0.25 * util
 
 
-def redact_reward(config: RewardConfig, *, new_matches: list[float], best_iou: float) -> dict[str, float]:
+def redact_reward(
+    config: RewardConfig,
+    *,
+    new_matches: list[float],
+    best_iou: float,
+    gained: float = 0.0,
+    gold: int = 0,
+    false_positives: int = 0,
+) -> dict[str, float]:
     """Direct components of a committed REDACT.
 
-    ``new_matches`` holds the IoU of every entity the redaction newly matched; ``best_iou`` is
-    its best IoU with any entity.
+    ``new_matches`` holds the IoU of every entity the redaction newly matched, ``best_iou`` its
+    best IoU with any entity. Under ``units="share"`` also: ``gained``, the share of the PII
+    (recall weight) it newly put under the right label; ``gold``, the number of gold entities;
+    ``false_positives``, the redactions that matched nothing before this one. There a false
+    positive is charged ``fp_penalty × (1 − IoU) / gold`` for the first ``gold`` of them and nothing
+    after (their cost stays in Φ's precision), so the component's episode total is at most its
+    magnitude, like every other direct term.
     """
+    if config.units == "share":
+        if gained > 0:
+            return {"tp_bonus": config.tp_bonus * gained}
+        if best_iou <= config.match_iou:
+            charged = false_positives < gold
+            return {"fp_penalty": -config.fp_penalty * (1.0 - best_iou) / gold} if charged else {}
+        return {}  # a match with the wrong label, or of PII already matched: shaping says it
     if config.tp_once:
         if new_matches:
             return {"tp_bonus": config.tp_bonus * sum(new_matches)}
@@ -209,28 +258,43 @@ def duplicate_reward(config: RewardConfig, duplicates: int) -> dict[str, float]:
     return {"duplicate_penalty": -config.duplicate_penalty * duplicates}
 
 
-def next_chunk_reward(config: RewardConfig, *, missed: int, moved: bool) -> dict[str, float]:
-    """Components of NEXT_CHUNK: a miss penalty, or a small reward for clean progress."""
-    if missed:
+def next_chunk_reward(config: RewardConfig, *, missed: int, shown: float) -> dict[str, float]:
+    """Components of NEXT_CHUNK: the window's miss penalty ('window' timing), or a reward for clean progress.
+
+    ``missed`` counts the unmatched entities the window leaves behind; ``shown`` is the share of the
+    document the move newly brought into view (0 when the window did not move).
+    """
+    if missed and config.miss_timing == "window":
         return {"miss_penalty": -config.miss_penalty * missed}
-    if moved or not config.explore_needs_move:
-        return {"exploration_reward": config.exploration_reward}
-    return {}
+    if missed or (shown <= 0 and config.explore_needs_move):
+        return {}
+    return {"exploration_reward": config.exploration_reward * (shown if config.units == "share" else 1.0)}
 
 
 def skip_reward(config: RewardConfig, *, missed: int, trailing_skips: int) -> dict[str, float]:
-    """Components of SKIP: a miss penalty and a stagnation penalty after the first SKIP."""
+    """Components of SKIP: a miss penalty ('window' timing) and a stagnation penalty after the first SKIP."""
     out = {}
-    if missed:
+    if missed and config.miss_timing == "window":
         out["skip_miss_penalty"] = -config.skip_miss_penalty * missed
     if trailing_skips > 1:
         out["skip_stagnation_penalty"] = -config.stagnation_penalty * min(config.stagnation_cap, trailing_skips - 1)
     return out
 
 
-def finish_reward(config: RewardConfig, *, all_matched: bool) -> dict[str, float]:
-    """Component of FINISH: the bonus when every entity is matched."""
-    return {"finish_bonus": config.finish_bonus} if all_matched else {}
+def finish_reward(config: RewardConfig, *, all_matched: bool, all_labelled: bool) -> dict[str, float]:
+    """Component of FINISH: the bonus when every entity is matched (and labelled right, if the preset asks)."""
+    earned = all_matched and (all_labelled or not config.finish_needs_labels)
+    return {"finish_bonus": config.finish_bonus} if earned else {}
+
+
+def end_reward(config: RewardConfig, *, unmatched: float) -> dict[str, float]:
+    """Component of the step that ends the episode ('end' timing): the share of the PII left unredacted.
+
+    ``unmatched`` is the share of the PII (recall weight) not matched with the right label.
+    """
+    if config.miss_timing != "end" or unmatched <= 0:
+        return {}
+    return {"miss_penalty": -config.miss_penalty * unmatched}
 
 
 def invalid_reward(config: RewardConfig) -> dict[str, float]:
