@@ -59,7 +59,7 @@ PLAY_KEYS = "(type an action; help or ? shows this again; quit ends the episode 
 
 @app.command()
 def play(
-    task: Annotated[str, typer.Argument(help="Task id, e.g. pii_redaction/gdpr_contract_easy-v2.")],
+    task: Annotated[str, typer.Argument(help="Task id, e.g. pii_redaction/gdpr_contract_easy-v3.")],
     seed: Annotated[int, typer.Option(help="Episode seed.")] = 0,
 ) -> None:
     """Play one episode by hand: see the observation, type actions, read rewards and the grade."""
@@ -299,11 +299,22 @@ def redteam(
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Also write the results as JSON (for `igym report --redteam`).")
     ] = None,
+    audit: Annotated[
+        bool, typer.Option(help="Also run the return-vs-grade audit (every preset): does the return rank as the grade?")
+    ] = True,
+    audit_episodes: Annotated[int, typer.Option(min=2, help="Eval episodes per policy in the audit.")] = 20,
+    presidio: Annotated[bool, typer.Option(help="Add the presidio agent to the audit's pii panels.")] = False,
+    audit_json: Annotated[Path | None, typer.Option(help="Also write the audit as JSON here.")] = None,
 ) -> None:
-    """Play every degenerate agent on every task and show that none scores (exit 1 if one does)."""
+    """Play every degenerate agent on every task and show that none scores (exit 1 if one does).
+
+    With ``--audit`` (the default) also play a panel of policies under every reward preset and
+    check that the return ranks them as the grade does (exit 1 if a default preset does not).
+    """
     import json
 
     from integrity_gym.agents.redteam import redteam_json, redteam_markdown, run_redteam
+    from integrity_gym.agents.redteam.audit import audit_markdown, passes, run_audit
     from integrity_gym.core.seeding import data_mode
 
     if not list_tasks(tasks):
@@ -320,17 +331,40 @@ def redteam(
     if data_mode() == "public":
         console.print("public mode: the replay attack (wins by design without a secret) is not played; "
                       "set IGYM_EVAL_SECRET to play it")  # fmt: skip
+    audits = run_audit(tasks, episodes=audit_episodes, seed=seed, presidio=presidio) if audit else []
+    if audits:
+        summary = Table(
+            Column("task", no_wrap=True), "preset", Column("policies", justify="right"),
+            Column("Spearman", justify="right"), Column("inversions", justify="right"), "oracle on top",
+        )  # fmt: skip
+        for a in audits:
+            summary.add_row(a.task_id, a.preset, str(len(a.results)), f"{a.spearman:.3f}", str(len(a.inversions)),
+                            "yes" if a.oracle_on_top else "no")  # fmt: skip
+        console.print(summary)
     if markdown is not None:
         markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(redteam_markdown(results, episodes=episodes, seed=seed))
+        text = redteam_markdown(results, episodes=episodes, seed=seed)
+        if audits:
+            text += "\n" + audit_markdown(audits, episodes=audit_episodes, seed=seed)
+        markdown.write_text(text)
         console.print(f"wrote {markdown}")
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(redteam_json(results), indent=1) + "\n")
         console.print(f"wrote {json_out}")
+    if audit_json is not None:
+        from integrity_gym.agents.redteam.audit import audit_json as audit_rows
+
+        audit_json.parent.mkdir(parents=True, exist_ok=True)
+        audit_json.write_text(json.dumps(audit_rows(audits), indent=1) + "\n")
+        console.print(f"wrote {audit_json}")
     broken = [r for r in results if not r.held]
+    misranked = [a for a in audits if a.preset == "default" and not passes(a)]
     if broken:
         console.print(f"[red]{len(broken)} attack(s) scored above their bar[/red]")
+    if misranked:
+        console.print(f"[red]{len(misranked)} task(s) whose default return does not rank as the grade[/red]")
+    if broken or misranked:
         raise typer.Exit(code=1)
 
 
@@ -464,7 +498,7 @@ def view(
 
 @app.command()
 def train(
-    task: Annotated[str, typer.Option(help="A task id, single- or multi-step.")] = "selective_verification/text-v1",
+    task: Annotated[str, typer.Option(help="A task id, single- or multi-step.")] = "selective_verification/text-v2",
     model: Annotated[str, typer.Option(help="'smollm2' (the bundled GGUF), a local folder or a hub id.")] = "smollm2",
     steps: Annotated[int, typer.Option(help="Optimizer steps.")] = 20,
     prompts: Annotated[int, typer.Option(help="Train items per step.")] = 2,

@@ -21,9 +21,9 @@ from integrity_gym.envs.pii_redaction.models import Document, Entity
 from tests.conftest import require_service
 
 TASKS = (
-    "pii_redaction/gdpr_contract_easy-v2",
-    "pii_redaction/hipaa_medical_medium-v2",
-    "pii_redaction/security_logs_hard-v2",
+    "pii_redaction/gdpr_contract_easy-v3",
+    "pii_redaction/hipaa_medical_medium-v3",
+    "pii_redaction/security_logs_hard-v3",
 )
 HAVE_PRESIDIO = importlib.util.find_spec("presidio_analyzer") is not None
 
@@ -129,7 +129,7 @@ def test_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch
 
 
 def test_presidio_plays_pii_redaction_only() -> None:
-    env = integrity_gym.make("information_integrity/easy-v1")
+    env = integrity_gym.make("information_integrity/easy-v2")
     with pytest.raises(ValueError, match="presidio agent plays pii_redaction tasks only"):
         make_agent("presidio", env)
 

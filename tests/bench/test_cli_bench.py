@@ -97,7 +97,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_episodes(tmp_path: Path) -> Non
     assert 3 <= len(kept) < 400 and all(r["error"] is None for r in kept)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "interrupted"
-    assert summary["tasks"]["pii_redaction/security_logs_hard-v2"]["episodes"] == len(kept)
+    assert summary["tasks"]["pii_redaction/security_logs_hard-v3"]["episodes"] == len(kept)
     assert (out / "run.log").read_text().splitlines()[-2] == "status=interrupted"
     with ResultsDB(db_path) as db:
         (row,) = db.runs()

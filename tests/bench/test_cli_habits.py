@@ -21,7 +21,7 @@ from integrity_gym.bench.runner import BenchConfig, SetupError, run_bench
 from integrity_gym.bench.summary import pass_at_k
 from tests.bench.test_cli_bench import run, stable
 
-GDPR = "pii_redaction/gdpr_contract_easy-v2"
+GDPR = "pii_redaction/gdpr_contract_easy-v3"
 
 
 def no_run_left(tmp_path: Path, out: Path, db: Path) -> None:
@@ -142,7 +142,7 @@ def test_epochs_repeat_items_and_report_pass_at_k(tmp_path: Path) -> None:
 
 def test_task_ids_without_version_mean_the_newest(tmp_path: Path) -> None:
     result = run_bench(bench=BenchConfig.build(tasks="information_integrity/easy", episodes=1), out_dir=tmp_path)
-    assert list(result.summaries) == ["information_integrity/easy-v1"]
+    assert list(result.summaries) == ["information_integrity/easy-v2"]
 
 
 def test_every_table_fits_80_columns(tmp_path: Path) -> None:
@@ -177,7 +177,7 @@ def test_every_table_fits_80_columns(tmp_path: Path) -> None:
 def test_version_and_play_help() -> None:
     version = run("--version")
     assert version.returncode == 0 and version.stdout.startswith("integrity-gym ")
-    played = subprocess.run([sys.executable, "-m", "integrity_gym", "play", "selective_verification/text-v1"],
+    played = subprocess.run([sys.executable, "-m", "integrity_gym", "play", "selective_verification/text-v2"],
                             input="help\n?\nquit\n", capture_output=True, text=True, timeout=120)  # fmt: skip
     assert played.returncode == 0 and "quit ends the episode" in played.stdout
     assert "reward" not in played.stdout.split("quit ends the episode", 1)[1].split("grade")[0]  # nothing played
@@ -224,4 +224,4 @@ def test_an_llm_run_resumes_with_its_recorded_settings_at_a_new_address(tmp_path
         result = CliRunner().invoke(app, ["bench", "--resume", str(out), "--base-url", new_url, "--no-db"])
     assert result.exit_code == 0, result.output
     assert len(stub.requests) == 2 and all(r["model"] == "stub" and r["temperature"] == 0.5 for r in stub.requests)
-    assert json.loads((out / "summary.json").read_text())["tasks"]["selective_verification/text-v1"]["episodes"] == 3
+    assert json.loads((out / "summary.json").read_text())["tasks"]["selective_verification/text-v2"]["episodes"] == 3

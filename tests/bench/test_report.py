@@ -31,7 +31,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 def test_the_html_report_is_self_contained_with_every_figure(runs: list[Path], tmp_path: Path) -> None:
     loaded = [load_run(p) for p in runs]
-    page = write_report(loaded, tmp_path, title="Test report", chosen={"pii_redaction/gdpr_contract_easy-v2": 1})
+    page = write_report(loaded, tmp_path, title="Test report", chosen={"pii_redaction/gdpr_contract_easy-v3": 1})
     text = page.read_text()
     images = re.findall(r"src='data:image/png;base64,([^']+)'", text)
     headings = re.findall(r"<figure><h2>([^<]+)</h2>", text)
@@ -52,9 +52,9 @@ def test_the_html_report_is_self_contained_with_every_figure(runs: list[Path], t
 
 def test_chosen_trace_and_bad_choices(runs: list[Path]) -> None:
     run = load_run(runs[0])
-    assert run.pick("pii_redaction/gdpr_contract_easy-v2", 1)["index"] == 1
-    best = run.pick("pii_redaction/gdpr_contract_easy-v2")
-    assert best["score"] == max(run.scores("pii_redaction/gdpr_contract_easy-v2"))
+    assert run.pick("pii_redaction/gdpr_contract_easy-v3", 1)["index"] == 1
+    best = run.pick("pii_redaction/gdpr_contract_easy-v3")
+    assert best["score"] == max(run.scores("pii_redaction/gdpr_contract_easy-v3"))
     assert parse_trace_choices(["a/b-v0:3"]) == {"a/b-v0": 3}
     with pytest.raises(ValueError, match="TASK_ID:EPISODE_INDEX"):
         parse_trace_choices(["a/b-v0"])
@@ -66,7 +66,7 @@ def test_markdown_results_section(runs: list[Path], tmp_path: Path) -> None:
     md = write_markdown([load_run(p) for p in runs], tmp_path / "docs" / "results.md", tmp_path / "docs" / "results",
                         note="A note.")  # fmt: skip
     text = md.read_text()
-    assert "| task | tier | threshold | heuristic | random |" in text and "`information_integrity/easy-v1`" in text
+    assert "| task | tier | threshold | heuristic | random |" in text and "`information_integrity/easy-v2`" in text
     assert "A note." in text
     # The two heuristic runs share a column: the mean of their means and the run-to-run spread.
     assert text.count("across 2 runs") == 3 and "n=4)" in text
@@ -86,7 +86,7 @@ def test_report_command(runs: list[Path], tmp_path: Path) -> None:
     assert bad.returncode == 2 and "no summary.json" in bad.stdout
 
 
-SELECTIVE = "selective_verification/text-v1"
+SELECTIVE = "selective_verification/text-v2"
 
 
 def expected_skill_cell(run_folder: Path) -> str:

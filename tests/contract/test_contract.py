@@ -64,11 +64,15 @@ def test_trivial_agents_stay_far_below_threshold(task_id: str, agent_name: str) 
     # task may guarantee a floor payoff — selective verification pays 0.8 for abstaining — so
     # the mean alone cannot be far below everywhere; and a random answer to a one-step task is
     # confidently right about one time in five, so successes are bounded, not forbidden.)
-    threshold = integrity_gym.get_spec(task_id).success_threshold
+    # Where a task states its trivial floor, "clearly under" is the lower half of the gap from the
+    # floor to the threshold (selective verification's text task has only 0.015 of it).
+    spec = integrity_gym.get_spec(task_id)
+    threshold = spec.success_threshold
+    limit = threshold - 0.05 if spec.floor is None else spec.floor + (threshold - spec.floor) / 2
     grades = [play_graded(task_id, agent_name, seed)[0] for seed in range(30)]
     mean = sum(g.score for g in grades) / len(grades)
     successes = sum(g.success for g in grades)
-    assert mean < threshold - 0.05, f"{agent_name} averages {mean:.3f} against threshold {threshold}"
+    assert mean < limit, f"{agent_name} averages {mean:.3f} against threshold {threshold} (limit {limit:.3f})"
     assert successes <= len(grades) // 3, f"{agent_name} succeeded in {successes} of {len(grades)} episodes"
 
 

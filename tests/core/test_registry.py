@@ -51,16 +51,16 @@ def test_bad_names_are_refused(name: str) -> None:
 def test_builtins_are_registered_and_selectable() -> None:
     ids = [s.id for s in integrity_gym.list_tasks("pii_redaction/*")]
     assert ids == [
-        "pii_redaction/gdpr_contract_easy-v2",
-        "pii_redaction/hipaa_medical_medium-v2",
-        "pii_redaction/security_logs_hard-v2",
+        "pii_redaction/gdpr_contract_easy-v3",
+        "pii_redaction/hipaa_medical_medium-v3",
+        "pii_redaction/security_logs_hard-v3",
     ]
     assert integrity_gym.list_tasks("*easy*,*hard*")
 
 
 def test_make_rejects_unknown_config_with_a_clear_message() -> None:
     with pytest.raises(ValueError, match="no_such_key"):
-        integrity_gym.make("pii_redaction/gdpr_contract_easy-v2", no_such_key=1)
+        integrity_gym.make("pii_redaction/gdpr_contract_easy-v3", no_such_key=1)
 
 
 def test_plugins_register_through_entry_points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -88,6 +88,6 @@ def test_plugins_register_through_entry_points(tmp_path: Path, monkeypatch: pyte
 def test_latest_task_id_names_the_newest_registered_version() -> None:
     from integrity_gym.core.registry import latest_task_id
 
-    assert latest_task_id("information_integrity", "hard") == "information_integrity/hard-v1"
+    assert latest_task_id("information_integrity", "hard") == "information_integrity/hard-v2"
     with pytest.raises(KeyError, match="no task information_integrity/nope"):
         latest_task_id("information_integrity", "nope")

@@ -16,10 +16,10 @@ from integrity_gym.integrations.verifiers.episodes import EnvEpisode
 from tests.integrations.replay import integrity_script, pii_script, replay
 
 CASES = {
-    "pii_redaction/gdpr_contract_easy-v2": (pii_script, {"source": "generated", "partition": "eval"}),
-    "pii_redaction/security_logs_hard-v2": (pii_script, {"source": "gold"}),
-    "information_integrity/medium-v1": (integrity_script, {"source": "generated", "partition": "eval"}),
-    "information_integrity/easy-v1": (integrity_script, {"source": "gold", "difficulty": "hard"}),
+    "pii_redaction/gdpr_contract_easy-v3": (pii_script, {"source": "generated", "partition": "eval"}),
+    "pii_redaction/security_logs_hard-v3": (pii_script, {"source": "gold"}),
+    "information_integrity/medium-v2": (integrity_script, {"source": "generated", "partition": "eval"}),
+    "information_integrity/easy-v2": (integrity_script, {"source": "gold", "difficulty": "hard"}),
 }
 
 
@@ -55,7 +55,7 @@ def test_an_episode_played_reply_by_reply_is_the_llm_agents_episode(task_id: str
 
 
 def test_feedback_names_the_unreadable_reply_then_clears() -> None:
-    episode = EnvEpisode("information_integrity/easy-v1", seed=1)
+    episode = EnvEpisode("information_integrity/easy-v2", seed=1)
     episode.step("no json here")
     assert "Your last action was rejected" in str(episode.user_message())
     episode.step(integrity_script([{"role": "user", "content": episode.user_message()}]))
@@ -63,11 +63,11 @@ def test_feedback_names_the_unreadable_reply_then_clears() -> None:
 
 
 def test_selective_verification_sends_the_picture_or_says_it_cannot() -> None:
-    with_picture = EnvEpisode("selective_verification/balanced-v1", seed=3)
+    with_picture = EnvEpisode("selective_verification/balanced-v2", seed=3)
     content = with_picture.user_message()
     assert isinstance(content, list)
     assert content[1]["image_url"]["url"] == with_picture.observation.image
-    without = EnvEpisode("selective_verification/balanced-v1", seed=3, images=False)
+    without = EnvEpisode("selective_verification/balanced-v2", seed=3, images=False)
     text = without.user_message()
     assert isinstance(text, str) and _NO_IMAGE in text and without.observation.claim in text
     result = without.step('{"verdict": "ABSTAIN"}')

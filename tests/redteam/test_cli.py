@@ -13,7 +13,7 @@ from integrity_gym.agents.redteam import Attack
 from integrity_gym.cli import app
 from integrity_gym.core.registry import make
 
-TASK = "information_integrity/easy-v1"
+TASK = "information_integrity/easy-v2"
 
 
 def test_table_and_markdown_name_every_attack(tmp_path: Path) -> None:

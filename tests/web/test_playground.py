@@ -180,7 +180,7 @@ def expect_offsets(page: Any, start: int, end: int) -> None:
 
 @pytest.mark.parametrize("viewport", VIEWPORT_NAMES)
 def test_play_pii_redaction(server: ServerProcess, open_page: Any, viewport: str) -> None:
-    task, seed = "pii_redaction/gdpr_contract_easy-v2", 0
+    task, seed = "pii_redaction/gdpr_contract_easy-v3", 0
     env = local_env(task, seed)
     window = env.observation().window_size
     gold = [e for e in env.state().document.entities if e.end <= window][:2]
@@ -235,7 +235,7 @@ def test_play_pii_redaction(server: ServerProcess, open_page: Any, viewport: str
 
 def test_redact_on_a_phone_by_touch(server: ServerProcess, open_page: Any) -> None:
     """On a touch phone: a selection made without mouse or key events fills REDACT, a tap sends it."""
-    task, seed = "pii_redaction/gdpr_contract_easy-v2", 1
+    task, seed = "pii_redaction/gdpr_contract_easy-v3", 1
     env = local_env(task, seed)
     window = env.observation().window_size
     gold = [e for e in env.state().document.entities if e.end <= window][:2]
@@ -266,7 +266,7 @@ def test_redact_on_a_phone_by_touch(server: ServerProcess, open_page: Any) -> No
 
 @pytest.mark.parametrize("viewport", VIEWPORT_NAMES)
 def test_play_information_integrity(server: ServerProcess, open_page: Any, viewport: str) -> None:
-    task, seed = "information_integrity/easy-v1", 0
+    task, seed = "information_integrity/easy-v2", 0
     env = local_env(task, seed)
     watched = open_page(viewport)
     page = start(watched, server.url, task, seed)
@@ -315,8 +315,8 @@ def test_play_information_integrity(server: ServerProcess, open_page: Any, viewp
 @pytest.mark.parametrize(
     ("viewport", "task", "verdict"),
     [
-        ("desktop", "selective_verification/random-v1", "SUPPORTED"),
-        ("phone", "selective_verification/text-v1", "ABSTAIN"),
+        ("desktop", "selective_verification/random-v2", "SUPPORTED"),
+        ("phone", "selective_verification/text-v2", "ABSTAIN"),
     ],
 )
 def test_play_selective_verification(
@@ -358,7 +358,7 @@ def test_play_selective_verification(
 def test_a_lost_session_says_so(server: ServerProcess, open_page: Any) -> None:
     watched = open_page("desktop")
     page = watched.page
-    page.goto(f"{server.url}/web/?task=pii_redaction/gdpr_contract_easy-v2&seed=1")
+    page.goto(f"{server.url}/web/?task=pii_redaction/gdpr_contract_easy-v3&seed=1")
     page.wait_for_selector("body[data-ready]")
     with page.expect_response(lambda r: r.url.endswith("/pii_redaction/reset")) as reply:
         page.click("#start")
@@ -375,7 +375,7 @@ def test_a_lost_session_says_so(server: ServerProcess, open_page: Any) -> None:
 def test_a_session_reaped_after_its_ttl(open_page: Any) -> None:
     with running_server(["--session-ttl", "1"], cli=True) as quick:
         watched = open_page("desktop")
-        page = start(watched, quick.url, "information_integrity/easy-v1", 0)
+        page = start(watched, quick.url, "information_integrity/easy-v2", 0)
         time.sleep(3)  # idle past the TTL: the server's reaper closes the session
         page.click("#verify-claim_1")
         page.wait_for_selector("#banner:not([hidden])")
@@ -389,7 +389,7 @@ def test_one_environment_server_at_capacity(open_page: Any) -> None:
         ["--root", "pii_redaction", "--tasks", "pii_redaction/*", "--max-sessions", "1"], cli=True
     ) as one:
         first = open_page("desktop")
-        page = start(first, one.url, "pii_redaction/gdpr_contract_easy-v2", 0)
+        page = start(first, one.url, "pii_redaction/gdpr_contract_easy-v3", 0)
         options = page.locator("#task option").all_inner_texts()
         assert options and all(o.startswith("pii_redaction/") for o in options)
         second = open_page("desktop")

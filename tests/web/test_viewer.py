@@ -19,7 +19,7 @@ from integrity_gym.cli import app as cli_app
 from integrity_gym.web.viewer import create_viewer_app
 from tests.web.conftest import Watched, assert_sound_ids
 
-TASKS = "information_integrity/easy-v1,pii_redaction/gdpr_contract_easy-v2,selective_verification/random-v1"
+TASKS = "information_integrity/easy-v2,pii_redaction/gdpr_contract_easy-v3,selective_verification/random-v2"
 _RUNNING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
 
 
@@ -125,7 +125,7 @@ def test_step_through_a_recorded_run(view: Any, runs: Any, open_page: Any, viewp
     page.goto(view("heuristic"))
     page.wait_for_selector("body[data-ready]")
     assert len(rows(page)) == len(records)
-    task = "pii_redaction/gdpr_contract_easy-v2"
+    task = "pii_redaction/gdpr_contract_easy-v3"
     page.select_option("#filter-task", task)
     mine = [r for r in records if r["task_id"] == task]
     assert [k.split("\0")[1] for k in rows(page)] == [str(r["seed"]) for r in mine]
@@ -186,7 +186,7 @@ def test_compare_two_runs_on_the_same_episodes(view: Any, runs: Any, open_page: 
     page.select_option("#filter-outcome", "differs")
     assert len(rows(page)) == len(differ)
     page.select_option("#filter-outcome", "")
-    task = "selective_verification/random-v1"
+    task = "selective_verification/random-v2"
     page.select_option("#filter-task", task)
     first = next(r for r in ours if r["task_id"] == task)
     other = keyed[(task, first["seed"])]
@@ -237,8 +237,8 @@ def test_a_run_without_observations_shows_actions_and_rewards(view: Any, runs: A
     page.goto(view("blind"))
     page.wait_for_selector("body[data-ready]")
     assert "complete" not in page.inner_text("#runs-line")  # igym view was given no database here
-    page.select_option("#filter-task", "information_integrity/easy-v1")
-    record = next(r for r in records if r["task_id"] == "information_integrity/easy-v1")
+    page.select_option("#filter-task", "information_integrity/easy-v2")
+    record = next(r for r in records if r["task_id"] == "information_integrity/easy-v2")
     page.locator("#episodes tbody tr").first.click()
     page.wait_for_selector(".run-col")
     page.click("#step-next")

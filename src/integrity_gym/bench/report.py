@@ -193,7 +193,7 @@ def parse_trace_choices(values: Sequence[str]) -> dict[str, int]:
     for value in values:
         task, sep, index = value.rpartition(":")
         if not sep or not task or not index.isdigit():
-            raise ValueError(f"--trace takes TASK_ID:EPISODE_INDEX, e.g. pii_redaction/gdpr_contract_easy-v2:2; "
+            raise ValueError(f"--trace takes TASK_ID:EPISODE_INDEX, e.g. pii_redaction/gdpr_contract_easy-v3:2; "
                              f"got {value!r}")  # fmt: skip
         out[task] = int(index)
     return out

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, overload
 
-from pydantic import Field, computed_field, field_validator
+from pydantic import Field, computed_field, field_validator, model_validator
 
 from integrity_gym.core.types import WireModel
 
@@ -29,8 +29,18 @@ ENTRY_POINT_GROUP = "integrity_gym.tasks"
 #: module defines ``TASKS: tuple[TaskSpec, ...]``.
 BUILTIN_ENVS: tuple[str, ...] = ("pii_redaction", "information_integrity", "selective_verification")
 
+#: Every built-in task's success threshold sits this share of the way from its trivial floor to its
+#: ceiling (``threshold_between``): a success means closing two thirds of the gap that doing nothing
+#: leaves to the best an honest agent can do.
+THRESHOLD_SHARE = 2 / 3
+
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _ID = re.compile(r"^(?P<env>[a-z][a-z0-9_]*)/(?P<name>[a-z][a-z0-9_]*)(?:-v(?P<version>\d+))?$")
+
+
+def threshold_between(floor: float, ceiling: float, share: float = THRESHOLD_SHARE) -> float:
+    """The published rule: ``floor + share × (ceiling − floor)``, to two decimals (the task's threshold)."""
+    return round(floor + share * (ceiling - floor), 2)
 
 
 class TaskSpec(WireModel):
@@ -42,6 +52,13 @@ class TaskSpec(WireModel):
     description: str = Field(description="One line on what the task asks of an agent.")
     tier: str = Field(description="Difficulty tier: 'easy', 'medium' or 'hard'.")
     success_threshold: float = Field(ge=0.0, le=1.0, description="Grade at or above which an episode succeeds.")
+    floor: float | None = Field(
+        None, ge=0.0, le=1.0, description="Mean grade of the best trivial agent (nothing, a constant, blind)."
+    )
+    ceiling: float | None = Field(None, ge=0.0, le=1.0, description="Mean grade the best honest agent can reach.")
+    per_episode_success: bool = Field(
+        True, description="False where success is judged on the task's mean grade only (see the env's README)."
+    )
     max_steps: int = Field(ge=1, description="Step budget of one episode.")
     entry: str = Field(description="'module:Class' of the Env implementation.")
     config: dict[str, Any] = Field(default_factory=dict, description="Default config of the task.")
@@ -52,6 +69,18 @@ class TaskSpec(WireModel):
         if not _NAME.match(value):
             raise ValueError(f"{value!r} must be lower-case letters, digits and underscores")
         return value
+
+    @model_validator(mode="after")
+    def _check_bounds(self) -> TaskSpec:
+        if self.floor is None or self.ceiling is None:
+            return self
+        wanted = threshold_between(self.floor, self.ceiling)
+        if self.floor > self.ceiling or abs(self.success_threshold - wanted) > 1e-9:
+            raise ValueError(
+                f"{self.env}/{self.name}: success_threshold {self.success_threshold} must be "
+                f"threshold_between(floor={self.floor}, ceiling={self.ceiling}) = {wanted}"
+            )
+        return self
 
     @computed_field  # type: ignore[prop-decorator]
     @property

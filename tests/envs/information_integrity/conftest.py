@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +50,8 @@ def start(scenario: Scenario, **config: Any) -> InformationIntegrityEnv:
 
 
 #: Reasonings sent with a decision: none, the best possible one (the oracle's own statements),
-#: and statements that do not follow from what was read.
+#: and statements that do not follow from what was read. ``every_subset`` and ``every_count`` also
+#: take ``"read"``: the gold statements about what the episode read (``read_gold_text``).
 def _gold_text(scenario: Scenario, decision: Decision) -> str:
     return ". ".join(rules.gold_evidence(scenario).statements) + "."
 
@@ -70,6 +71,23 @@ REASONINGS: dict[str, Callable[[Scenario, Decision], str | None]] = {
 }
 
 
+def read_gold_text(scenario: Scenario, read: Collection[str]) -> str | None:
+    """The gold statements that cite only ids in ``read`` (the harm statement with any of them).
+
+    The ``"read"`` reasoning of ``every_subset`` and ``every_count``: what an honest agent can say
+    after reading part of the evidence, worth 0.5 or more on some partial reads and 1.0 on full ones.
+    """
+    ids = {c.id for c in scenario.claims} | {s.id for s in scenario.sources}
+    kept = [
+        statement
+        for statement in rules.gold_evidence(scenario).statements
+        if all(word in read for word in statement.split() if word in ids)
+    ]
+    if all(statement.startswith("harm is") for statement in kept):
+        return None
+    return ". ".join(kept) + "."
+
+
 @dataclass(frozen=True)
 class Outcome:
     """One enumerated episode: the evidence read, the decision, its reasoning, what it returned."""
@@ -79,6 +97,7 @@ class Outcome:
     reasoning: str
     total: float
     env: InformationIntegrityEnv
+    breakdown: dict[str, float]  # the decide step's reward components
 
     @property
     def grade(self) -> Grade:
@@ -90,9 +109,9 @@ def _decide(env: InformationIntegrityEnv, evidence: tuple[str, ...], reasonings:
     cases = list(itertools.product(DECISIONS, reasonings))
     for i, (decision, name) in enumerate(cases):
         leaf = env if i == len(cases) - 1 else copy.deepcopy(env)
-        text = REASONINGS[name](env.scenario, decision)
-        leaf.step({"type": "decide", "decision": decision, "reasoning": text})
-        yield Outcome(evidence, decision, name, leaf.state().total_reward, leaf)
+        text = read_gold_text(env.scenario, evidence) if name == "read" else REASONINGS[name](env.scenario, decision)
+        result = leaf.step({"type": "decide", "decision": decision, "reasoning": text})
+        yield Outcome(evidence, decision, name, leaf.state().total_reward, leaf, result.info["reward_breakdown"])
 
 
 def every_subset(scenario: Scenario, reasonings: Sequence[str] = ("none",), **config: Any) -> Iterator[Outcome]:
@@ -148,6 +167,37 @@ def strategies(scenario: Scenario) -> dict[str, list[str]]:
         "all_claims_no_sources": claims,
         "sources_only": sources,
     }
+
+
+#: The oracle and three degraded versions of it: its reasoning deleted, reading every claim and
+#: source before deciding as it does, and its decision and statements with nothing read.
+ORACLE_VARIANTS = ("oracle", "no_reasoning", "reads_everything", "at_once")
+
+
+def play_oracle(scenario: Scenario, variant: str, **config: Any) -> tuple[float, InformationIntegrityEnv]:
+    """Play ``variant`` of the oracle (``make_agent("oracle", env)``) on ``scenario``; (return, finished env)."""
+    from integrity_gym.agents import make_agent
+
+    env = start(scenario, **config)
+    oracle = make_agent("oracle", env)
+    unread = [c.id for c in scenario.claims] + [s.id for s in scenario.sources]
+    obs = env.observation()
+    total = 0.0
+    while not env.done:
+        if variant == "reads_everything" and unread:
+            step: Any = action(unread.pop(0))
+        elif variant == "at_once":
+            gold = rules.gold_evidence(scenario)
+            step = {"type": "decide", "decision": gold.label, "reasoning": ". ".join(gold.statements) + "."}
+        else:
+            step = oracle.act(obs)
+            if variant == "no_reasoning" and step.type == "decide":
+                step = step.model_copy(update={"reasoning": None})
+        result = env.step(step)
+        assert result.info["error"] is None, result.info["error"]
+        obs, total = result.observation, total + result.reward
+    assert total == pytest.approx(env.state().total_reward)
+    return total, env
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,7 @@ import pytest
 
 import integrity_gym
 from integrity_gym.core import EpisodeFinishedError, check_env
+from integrity_gym.core.env import WASTED_STEP
 from integrity_gym.envs.information_integrity.data import load_gold
 from integrity_gym.envs.information_integrity.env import InformationIntegrityEnv
 from integrity_gym.envs.information_integrity.grader import Grader, GraderFactory
@@ -151,23 +152,75 @@ def test_facts_stay_hidden_until_revealed() -> None:
     assert obs.claims[0].verification_status == "unknown" and obs.claims[1].verification_status == "unverified"
 
 
-def test_unknown_ids_are_rejected_with_a_message_and_change_only_the_step_count() -> None:
-    env = make()
+#: What a rejected action costs: the shared wasted-step charge under default, nothing under reference.
+INVALID_COST = {"default": WASTED_STEP, "reference": 0.0}
+
+
+@pytest.mark.parametrize("preset", ["default", "reference"])
+def test_unknown_ids_are_rejected_with_a_message_and_change_only_the_step_count(preset: str) -> None:
+    env = make(reward_preset=preset)
     env.reset(scenario_id="hard_001")
     before = env.state()
     result = env.step({"type": "check_source", "source_id": "src_99"})
     after = env.state()
     assert "src_99" in result.info["error"] and "src_1" in result.info["error"]
-    assert result.reward == 0.0 and not result.done
-    assert after.step_count == before.step_count + 1
-    assert (after.checked, after.verified, after.total_reward) == (before.checked, before.verified, before.total_reward)
+    assert result.reward == -INVALID_COST[preset] and not result.done
+    assert result.info["reward_breakdown"] == {"invalid_action": -INVALID_COST[preset]}
+    assert after.step_count == before.step_count + 1 and after.invalid == before.invalid + 1
+    assert (after.checked, after.verified) == (before.checked, before.verified)
+    assert after.total_reward == before.total_reward - INVALID_COST[preset]
     for bad in ({"type": "decide"}, {"type": "verify_claim", "source_id": "src_1"}, {"type": "shout"}, "dance"):
         assert env.step(bad).info["error"]
     assert env.state().decision is None
 
 
-def test_premature_redundant_and_max_steps_flags() -> None:
+def test_premature_redundant_and_max_steps_flags_under_default() -> None:
+    """A repeat costs a wasted step; the premature penalty is charged only where the grade counts evidence."""
     env = make()
+    env.reset(scenario_id="hard_001")  # label flag
+    assert env.step("verify claim_1").info["reward_breakdown"] == {"verify_claim": 0.01}
+    result = env.step("verify claim_1")
+    assert result.info["reward_breakdown"] == {"redundant_action": -WASTED_STEP, "inefficiency": -0.02}
+    assert result.observation.status_flags.redundant_actions == 1
+    # Right but unreasoned: the grade counts decision and reasoning only, so the step gives back the
+    # exploration and the inefficiency and charges no premature penalty; the flag still says premature.
+    result = env.step("decide flag")
+    assert result.done and result.observation.status_flags.premature_decision
+    assert result.info["reward_breakdown"] == pytest.approx(
+        {"decision_correct": 1.0, "reasoning": 0.0, "inefficiency": -0.02,
+         "exploration_refund": -0.01, "inefficiency_refund": 0.04}
+    )  # fmt: skip
+    assert env.state().total_reward == pytest.approx(1.0 - WASTED_STEP)
+    with pytest.raises(EpisodeFinishedError, match="has ended"):
+        env.step("decide remove")
+    # Right and reasoned (two of the three gold statements) on one source: the premature penalty applies.
+    env.reset(scenario_id="hard_001")
+    env.step("verify claim_1")
+    env.step("check src_2")
+    result = env.step("decide flag claim_1 is contested. src_2 supports claim_1.")
+    assert result.observation.status_flags.premature_decision
+    assert result.info["reward_breakdown"] == pytest.approx(
+        {"decision_correct": 1.0, "reasoning": 2 / 3, "premature_decision": -0.3, "inefficiency": -0.02}
+    )
+    assert env.state().total_reward == pytest.approx(0.02 - 0.04 + 1.0 + 2 / 3 - 0.3)
+    # Out of steps without a decision: the last step settles, so the episode returns its wasted steps.
+    env.reset(scenario_id="hard_001")
+    while not env.done:
+        result = env.step("verify claim_2")
+    obs = result.observation
+    assert obs.status_flags.max_steps_reached and not obs.status_flags.decision_made
+    repeats = env.max_steps - 1
+    assert result.info["reward_breakdown"] == pytest.approx(
+        {"redundant_action": -WASTED_STEP, "inefficiency": -0.02,
+         "exploration_refund": -0.01, "inefficiency_refund": 0.02 * repeats}
+    )  # fmt: skip
+    assert env.state().total_reward == pytest.approx(-WASTED_STEP * repeats)
+    assert env.grade().score == 0.0
+
+
+def test_premature_redundant_and_max_steps_flags_under_reference() -> None:
+    """The reference table: a repeat costs 0.1 and a premature decision 0.5, whatever the reasoning."""
+    env = make(reward_preset="reference")
     env.reset(scenario_id="hard_001")
     env.step("verify claim_1")
     result = env.step("verify claim_1")
@@ -175,24 +228,32 @@ def test_premature_redundant_and_max_steps_flags() -> None:
     assert result.observation.status_flags.redundant_actions == 1
     result = env.step("decide flag")
     assert result.done and result.observation.status_flags.premature_decision
-    assert result.info["reward_breakdown"]["premature_decision"] == -0.3
+    assert result.info["reward_breakdown"] == {"decision_correct": 1.0, "premature_decision": -0.5}
     with pytest.raises(EpisodeFinishedError, match="has ended"):
         env.step("decide remove")
     env.reset(scenario_id="hard_001")
     while not env.done:
         obs = env.step("verify claim_2").observation
     assert obs.status_flags.max_steps_reached and not obs.status_flags.decision_made
-    assert env.grade().score < 0.1
+    assert env.grade().score == 0.0
 
 
-def test_sufficient_evidence_flag_and_no_premature_penalty() -> None:
-    env = make()
+@pytest.mark.parametrize(
+    ("preset", "decide_step"),
+    [
+        ("default", {"decision_correct": 1.0, "reasoning": 1.0, "inefficiency": -0.02}),
+        ("reference", {"decision_correct": 1.0}),
+    ],
+)
+def test_sufficient_evidence_flag_and_no_premature_penalty(preset: str, decide_step: dict[str, float]) -> None:
+    env = make(reward_preset=preset)
     env.reset(scenario_id="easy_001")
     for action in ("verify claim_1", "check src_1", "check src_3"):
         obs = env.step(action).observation
     assert obs.status_flags.sufficient_evidence
     result = env.step("decide remove claim_1 is false. src_1 refutes claim_1. src_3 refutes claim_1. harm is high.")
-    assert result.info["reward_breakdown"] == {"decision_correct": 1.0}
+    assert result.info["reward_breakdown"] == decide_step
+    assert not result.observation.status_flags.premature_decision
     assert env.grade().score == 1.0
 
 

@@ -11,6 +11,7 @@ import pytest
 
 import integrity_gym
 from integrity_gym.agents import make_agent
+from integrity_gym.core.registry import TaskSpec, list_tasks
 from integrity_gym.core.types import Grade
 from integrity_gym.envs.information_integrity import rules
 from integrity_gym.envs.information_integrity.data import find_gold, load_gold
@@ -26,7 +27,7 @@ from integrity_gym.envs.information_integrity.grader import (
 from integrity_gym.envs.information_integrity.models import DECISIONS, DIFFICULTIES, Decision, Scenario
 from integrity_gym.envs.information_integrity.tasks import TASKS
 
-from .conftest import REASONINGS, THRESHOLDS, action, start, strategies
+from .conftest import ORACLE_VARIANTS, REASONINGS, THRESHOLDS, action, play_oracle, start, strategies
 
 
 def play(scenario: Scenario, reads: list[str], decision: Decision, reasoning: str | None) -> Grade:
@@ -48,11 +49,13 @@ def test_each_task_keeps_its_threshold() -> None:
 
 #: One gold scenario per tier, and the grades of three ways to play it with every decisive item read:
 #: the wrong decision (with the full gold explanation), the right one with no reasoning, and the
-#: right one explained. Weights are the reference design's (easy 0.50/0.25/0.15/0.10, ...).
+#: right one explained. Weights are the reference design's (easy 0.50/0.25/0.15/0.10, ...); with
+#: reasoning 0 (below MIN_REASONING) evidence and efficiency do not count, so the unexplained right
+#: decision scores its decision weight alone.
 PINNED = [
-    ("easy_001", 0.0, 0.85, 1.0),
-    ("medium_003", 0.0, 0.80, 1.0),
-    ("hard_003", 0.0, 0.70, 1.0),
+    ("easy_001", 0.0, 0.50, 1.0),
+    ("medium_003", 0.0, 0.35, 1.0),
+    ("hard_003", 0.0, 0.30, 1.0),
 ]
 
 
@@ -71,6 +74,7 @@ def test_pinned_grades_with_perfect_evidence(
             assert grade.breakdown["evidence_breadth"] == 1.0 and grade.breakdown["reasoning_depth"] == 1.0
     grade = play(scenario, reads, scenario.label, None)  # type: ignore[arg-type]
     assert grade.score == pytest.approx(unexplained) and not grade.success
+    assert grade.breakdown["evidence_breadth"] == 1.0 and grade.breakdown["efficiency"] == 1.0  # measured, not counted
     grade = play(scenario, reads, scenario.label, text)  # type: ignore[arg-type]
     assert grade.score == explained and grade.success
 
@@ -263,3 +267,83 @@ def test_the_record_caps_how_much_reasoning_is_read() -> None:
     longer = {"reasoning": f"{full.reasoning}. src_6 is outdated", "checked": [s.id for s in scenario.sources]}
     assert grader.dimensions(record(scenario, **longer))["reasoning_depth"] > 0.0
     assert grader.dimensions(record(scenario, **longer, reasoning_statement_cap=1))["reasoning_depth"] == 0.0
+
+
+# ---------------------------------------------------------------- the grade rule (right but unreasoned)
+
+
+def builtin_tasks() -> list[TaskSpec]:
+    tasks = list_tasks("information_integrity/*")
+    assert {spec.tier for spec in tasks} == set(DIFFICULTIES)
+    return tasks
+
+
+def test_the_ceiling_without_reasons_is_below_every_tasks_threshold() -> None:
+    for spec in builtin_tasks():
+        grader = GraderFactory.create(spec.tier)  # the grader of the task's scenarios
+        w = grader.weights
+        ceiling = grader.ceiling_without_reasons()
+        assert ceiling == pytest.approx(w["decision_correct"] + w["reasoning_depth"] * MIN_REASONING)
+        assert ceiling < spec.success_threshold, spec.id
+
+
+def test_a_right_decision_reasoned_below_min_reasoning_scores_its_decision_and_reasoning_weights_only() -> None:
+    """Every decisive item read and in the fewest steps, but one gold statement of four: 0.3 + 0.3 x 0.25."""
+    scenario, grader = find_gold("hard_003"), HardGrader()
+    quarter = record(scenario, reasoning="src_1 refutes claim_2.")
+    dims = grader.dimensions(quarter)
+    assert dims == {"decision_correct": 1.0, "evidence_breadth": 1.0, "reasoning_depth": 0.25, "efficiency": 1.0}
+    assert grader.grade(quarter).score == pytest.approx(0.3 + 0.3 * 0.25)
+    # Evidence and efficiency are not counted below MIN_REASONING: slower or narrower, the same score.
+    slow = record(scenario, reasoning="src_1 refutes claim_2.", steps=3 * quarter.steps)
+    assert grader.grade(slow).score == grader.grade(quarter).score
+    # At MIN_REASONING everything counts: 0.3 + 0.3 + 0.3 x 0.5 + 0.1.
+    half = record(scenario, reasoning="claim_2 is false. src_1 refutes claim_2.")
+    assert grader.grade(half).score == pytest.approx(0.85)
+    # Success is exactly score >= threshold: with a threshold under its score, the quarter succeeds.
+    assert grader.grade(record(scenario, reasoning="src_1 refutes claim_2.", threshold=0.375)).success
+    assert not grader.grade(record(scenario, reasoning="src_1 refutes claim_2.", threshold=0.376)).success
+    # Wrong, it scores 0 whatever the reasoning.
+    assert grader.grade(record(scenario, decision="flag")).score == 0.0
+
+
+@pytest.mark.parametrize("tier", DIFFICULTIES)
+def test_the_oracle_without_its_reasoning_scores_exactly_the_decision_weight(tier: str) -> None:
+    weight = GraderFactory.create(tier).weights["decision_correct"]
+    scenarios = [*load_gold(tier), *(generate(tier, seed, "eval") for seed in range(10))]  # type: ignore[arg-type]
+    for scenario in scenarios:
+        _, env = play_oracle(scenario, "no_reasoning")
+        grade = env.grade()
+        assert (grade.score, grade.success) == (weight, False), scenario.id
+        assert grade.breakdown["evidence_breadth"] == 1.0 and grade.breakdown["efficiency"] > 0.0
+        _, env = play_oracle(scenario, "oracle")
+        assert (env.grade().score, env.grade().success) == (1.0, True), scenario.id
+
+
+def test_success_is_exactly_the_score_reaching_the_threshold_on_the_built_in_tasks() -> None:
+    """Baselines, the oracle's degraded versions, and random strategies with random reasoning."""
+    rng = random.Random("success-iff-threshold")
+    counts = {True: 0, False: 0}
+    for spec in builtin_tasks():
+        grades: list[Grade] = []
+        env = integrity_gym.make(spec.id)
+        for name in ("random", "heuristic", "oracle"):
+            for seed in range(15):
+                agent = make_agent(name, env, seed=seed)
+                obs = env.reset(seed=seed)
+                while not env.done:
+                    obs = env.step(agent.act(obs)).observation
+                grades.append(env.grade())
+        for seed in range(15):
+            scenario = generate(spec.tier, seed, "eval")  # type: ignore[arg-type]
+            grades += [play_oracle(scenario, variant)[1].grade() for variant in ORACLE_VARIANTS]
+            ids = [c.id for c in scenario.claims] + [s.id for s in scenario.sources]
+            for _ in range(6):
+                decision = rng.choice(DECISIONS)
+                reads = rng.sample(ids, rng.randint(0, len(ids)))
+                grades.append(play(scenario, reads, decision, random_reasoning(rng, scenario, decision)))
+        for grade in grades:
+            assert grade.threshold == spec.success_threshold
+            assert grade.success == (grade.score >= spec.success_threshold), (spec.id, grade)
+            counts[grade.success] += 1
+    assert counts[True] > 50 and counts[False] > 50, counts

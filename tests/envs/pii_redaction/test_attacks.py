@@ -50,7 +50,7 @@ def test_replay_rebuilds_public_documents(task_id: str) -> None:
 @pytest.mark.parametrize("task_id", [EASY, HARD])
 def test_replay_fails_under_the_eval_secret(task_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(EVAL_SECRET_ENV, SECRET)
-    limit = bar_for("pii_redaction").limit(integrity_gym.get_spec(task_id).success_threshold)
+    limit = bar_for("pii_redaction").limit(integrity_gym.get_spec(task_id))
     assert play_replay(task_id, 5) <= limit
     assert os.environ[EVAL_SECRET_ENV] == SECRET  # the attack derives publicly without touching the secret
 

@@ -7,6 +7,7 @@ import pytest
 
 import integrity_gym
 from integrity_gym.core import EpisodeFinishedError, NotResetError
+from integrity_gym.core.env import WASTED_STEP
 from integrity_gym.envs.pii_redaction.env import PiiRedactionEnv
 
 from .conftest import synthetic_document
@@ -54,7 +55,20 @@ def test_invalid_actions_never_raise_and_never_change_state(env: PiiRedactionEnv
     before = progress_state(env)
     result = env.step(bad)  # type: ignore[arg-type]
     assert result.info["error"], "a rejected action must say why"
-    assert result.reward == pytest.approx(-1.0)
+    assert result.reward == pytest.approx(-WASTED_STEP)
+    assert result.info["reward_breakdown"]["invalid_penalty"] == pytest.approx(-WASTED_STEP)
+    assert progress_state(env) == before
+
+
+@pytest.mark.parametrize("bad", ["DANCE", "REDACT 5 2 EMAIL", {"action_type": "REDACT", "start": 1}], ids=repr)
+def test_invalid_actions_cost_one_under_the_reference_preset(bad: object) -> None:
+    env = integrity_gym.make("pii_redaction/gdpr_contract_easy", window_size=500, reward_preset="reference")
+    assert isinstance(env, PiiRedactionEnv)
+    env.reset(seed=0, options={"document": synthetic_document(1)})
+    env.step("REDACT 0 5 NAME")
+    before = progress_state(env)
+    result = env.step(bad)
+    assert result.info["error"] and result.reward == pytest.approx(-1.0)
     assert progress_state(env) == before
 
 

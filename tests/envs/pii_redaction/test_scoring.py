@@ -203,7 +203,13 @@ def test_reference_preset_charges_misses_for_entities_the_window_only_touches() 
     doc = build([FILLER * 2, ("EMAIL", "edge.case@example.com"), " " + FILLER * 4])
     start = doc.entities[0].start
     window = start + 10
-    for preset, expected in (("default", {"exploration_reward": 0.02}), ("reference", {"miss_penalty": -0.3})):
+    # Default: the e-mail is not wholly inside the window, so the move leaves nothing behind and pays
+    # exploration for the half window it newly shows.
+    shown = (window // 2) / len(doc.text)
+    for preset, expected in (
+        ("default", {"exploration_reward": 0.01 * shown}),
+        ("reference", {"miss_penalty": -0.3}),
+    ):
         env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v2", window_size=window, reward_preset=preset)
         env.reset(seed=0, options={"document": doc})
         breakdown = env.step("NEXT_CHUNK").info["reward_breakdown"]

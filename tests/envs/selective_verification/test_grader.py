@@ -15,7 +15,7 @@ from integrity_gym.envs.selective_verification.metrics import smooth_ece
 from integrity_gym.envs.selective_verification.models import AnswerRecord, Item, VerificationAction
 from integrity_gym.envs.selective_verification.scoring import expected_score, honest_value
 
-TEXT = "selective_verification/text-v1"
+TEXT = "selective_verification/text-v2"
 
 
 def restate(action: VerificationAction, p_true: float, mode: str) -> VerificationAction:
@@ -137,7 +137,7 @@ def test_summary_reports_skill_against_abstaining_and_the_blind_baseline() -> No
 
 
 def test_always_abstaining_has_zero_skill_and_the_oracle_one() -> None:
-    env = integrity_gym.make("selective_verification/balanced-v1", num_tasks=30)
+    env = integrity_gym.make("selective_verification/balanced-v2", num_tasks=30)
     by_agent = {}
     for name in ("noop", "oracle"):
         agent = make_agent(name, env)
@@ -156,7 +156,7 @@ def test_always_abstaining_has_zero_skill_and_the_oracle_one() -> None:
 def test_thresholds_keep_their_skill_under_another_payoff() -> None:
     # A mean grade of 0.96 under the default payoff is a skill of 0.8 over always abstaining.
     assert {s.success_threshold for s in integrity_gym.list_tasks("selective_verification/*")} == {0.96}
-    env = integrity_gym.make("selective_verification/popular-v1", abstain_reward=0.9, num_tasks=3)
+    env = integrity_gym.make("selective_verification/popular-v2", abstain_reward=0.9, num_tasks=3)
     env.reset(seed=0)
     env.step({"verdict": "ABSTAIN"})
     assert env.grade().threshold == pytest.approx(0.9 + 0.8 * 0.1)

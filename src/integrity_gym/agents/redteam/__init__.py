@@ -16,6 +16,7 @@ from types import ModuleType
 from integrity_gym.agents.redteam.base import Attack, Bar
 from integrity_gym.core.registry import TaskSpec, list_tasks, make
 from integrity_gym.core.seeding import data_mode
+from integrity_gym.core.types import Grade
 
 __all__ = [
     "Attack",
@@ -27,6 +28,7 @@ __all__ = [
     "redteam_markdown",
     "run_attack",
     "run_redteam",
+    "score_of",
 ]
 
 
@@ -40,6 +42,16 @@ def attacks_for(env: str) -> tuple[Attack, ...]:
 
     attacks: tuple[Attack, ...] = _module(env).ATTACKS
     return (*attacks, REPLAY)
+
+
+def score_of(spec: TaskSpec, grade: Grade) -> float:
+    """What an episode scores for the red team and the task's bounds: the env's ``score_of`` hook, else the grade.
+
+    Selective verification's text task scores the expected grade under the claim's known
+    probability, which removes the label's coin flip from a one-step episode.
+    """
+    hook = getattr(_module(spec.env), "score_of", None)
+    return grade.score if hook is None else float(hook(spec, grade))
 
 
 def bar_for(env: str) -> Bar:
@@ -80,7 +92,7 @@ def run_attack(spec: TaskSpec, attack: Attack, seeds: Iterable[int]) -> AttackRe
             obs = env.step(agent.act(obs)).observation
         grade = env.grade()
         env.close()
-        scores.append(grade.score)
+        scores.append(score_of(spec, grade))
         successes += bool(grade.success)
     bar = bar_for(spec.env)
     n = len(scores)
@@ -91,7 +103,7 @@ def run_attack(spec: TaskSpec, attack: Attack, seeds: Iterable[int]) -> AttackRe
         mean=sum(scores) / n,
         successes=successes,
         threshold=spec.success_threshold,
-        limit=bar.limit(spec.success_threshold),
+        limit=bar.limit(spec, floor=attack.floor),
         max_successes=int(bar.max_success_rate * n + 1e-9),
         floor=attack.floor,
     )

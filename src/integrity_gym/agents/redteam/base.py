@@ -33,8 +33,14 @@ class Attack:
 class Bar:
     """How far below its task's threshold every attack must stay.
 
-    An attack holds the bar on a task when its mean grade over the episodes is at most
-    ``threshold - margin`` and it succeeds in at most ``max_success_rate`` of them.
+    An attack holds the bar on a task when its mean score over the episodes is at most
+    ``limit(spec)`` and it succeeds in at most ``max_success_rate`` of them. The limit is
+    ``threshold - margin``, or, with ``headroom_share`` set, ``floor + headroom_share × (threshold
+    − floor)``: where the threshold sits close to the trivial floor (selective verification),
+    the attacks are held to a share of that gap instead of a fixed distance that would put the
+    limit under the floor itself. There the floor agents, whose best mean *is* the floor the
+    threshold is built on (re-measured on other items it moves by sampling noise alone), are held to
+    the threshold itself.
     """
 
     margin: float
@@ -43,10 +49,14 @@ class Bar:
     #: The fewest episodes an attack is judged on: a mean over too few noisy episodes (one-step
     #: tasks) cannot tell an attack from a lucky draw at the margin's scale.
     episodes: int = 20
+    headroom_share: float | None = None
 
-    def limit(self, threshold: float) -> float:
-        """The highest mean grade an attack may reach on a task with this threshold."""
-        return threshold - self.margin
+    def limit(self, spec: TaskSpec, *, floor: bool = False) -> float:
+        """The highest mean score an attack (a floor agent if ``floor``) may reach on ``spec``'s task."""
+        if self.headroom_share is not None and spec.floor is not None:
+            share = 1.0 if floor else self.headroom_share
+            return spec.floor + share * (spec.success_threshold - spec.floor)
+        return spec.success_threshold - self.margin
 
 
 #: Every environment's trivial floor: its own do-nothing action at every step.

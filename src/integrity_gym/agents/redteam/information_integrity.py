@@ -35,11 +35,11 @@ from integrity_gym.envs.information_integrity.models import (
 BAR = Bar(
     margin=0.1875,
     why=(
-        "A quarter of the highest threshold (0.25 x 0.75 = 0.1875), the same for every tier, so on "
-        "each task an attack must keep its mean at or below three quarters of that task's threshold "
-        "(0.5625 easy, 0.5125 medium, 0.5325 hard) with at most one success in 20. Labels are "
-        "balanced, so a rule that ignores the evidence is right about a third of the time; even a "
-        "perfect grade on those episodes gives a mean near 0.33, and the bar leaves room for a lucky "
+        "A quarter of the old highest threshold (0.25 x 0.75 = 0.1875), the same for every tier: an "
+        "attack must keep its mean at or below 0.5325 on easy and 0.5225 on medium and hard (thresholds "
+        "0.72 / 0.71 / 0.71) with at most one success in 20. Labels are balanced, so a rule that ignores "
+        "the evidence is right about a third of the time, and without reasons that restate what was read "
+        "a right decision scores its decision and reasoning weights only; the bar leaves room for a lucky "
         "run of seeds without letting a rule that reads nothing pass for half an agent."
     ),
 )

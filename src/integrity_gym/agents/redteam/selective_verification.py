@@ -18,25 +18,39 @@ from integrity_gym.agents.heuristic.selective_verification import BlindAgent, He
 from integrity_gym.agents.redteam.base import Attack, Bar
 from integrity_gym.core.registry import TaskSpec
 from integrity_gym.core.seeding import make_rng
+from integrity_gym.core.types import Grade
 from integrity_gym.envs.selective_verification.models import VerificationAction, VerificationObservation
 
 BAR = Bar(
     margin=0.04,
     why=(
-        "Every task's threshold is a mean grade of 0.96 (skill 0.8 over always abstaining), so an "
-        "attack must average at most 0.92. Always abstaining earns 0.80 by construction and a sure "
-        "answer that ignores the evidence earns its accuracy, about 0.5 (0.75-0.88 with the claim "
-        "text's prior on popular). The closest attack is the heuristic's own answers restated at "
-        "confidence 1 (0.91 on random over seeds 0-19): it looks at the picture, and inflating an "
-        "accurate agent costs little per episode, so it sits next to the honest heuristic (0.905 "
-        "there); 0.04 is the widest margin it clears. No episode is ever a success here, so the "
-        "success count cannot fail and the mean carries the bar. Episodes are one step, so a mean "
-        "over 20 has a standard error of about 0.03, the margin's own size (the blind agent on "
-        "popular read 0.878 on one set of 20 seeds and 0.937 on another, 0.888 over 200): every "
-        "attack is judged on at least 60 episodes."
+        "Each task's threshold sits two thirds of the way from its trivial floor (always abstaining "
+        "earns 0.80; the claim text's prior alone 0.80-0.87) to its ceiling, which on text is only "
+        "0.858 (the exact posterior rarely clears q* = 0.7236), so a fixed distance under the threshold "
+        "would put the limit under the floor itself. Every attack that is not itself a floor agent must "
+        "instead stay in the lower 60% of the gap between the floor and the threshold: at most floor + "
+        "0.6 x (threshold - floor) (0.878 on balanced and random, 0.916 on popular, 0.8925 on adversarial, "
+        "0.8816 on all, 0.844 on text); the floor agents (abstaining, constant or coin-flip verdicts, the claim text's prior), "
+        "whose best mean is the floor itself and moves with the items drawn, must stay under the "
+        "threshold. A sure answer that ignores the evidence earns its accuracy, about 0.5; the heuristic's "
+        "own answers restated at confidence 1 look at the picture and sit next to the honest heuristic. "
+        "No episode is ever a success here, so the mean carries the bar. Episodes are one step and "
+        "noisy, so every attack is judged on the same 100 seeds as the floor, and on text by its "
+        "expected grade under the claim's known probability."
     ),
-    episodes=60,
+    episodes=100,
+    headroom_share=0.6,
 )
+
+
+def score_of(spec: TaskSpec, grade: Grade) -> float:
+    """The expected grade under the claim's known probability (the text task), else the grade."""
+    return float(grade.breakdown.get("expected_reward", grade.score))
+
+
+def ceiling_agent(spec: TaskSpec) -> str:
+    """The best honest agent: the exact posterior on text, where the truth is uncertain; else the oracle."""
+    return "posterior" if spec.config.get("variant") == "text" else "oracle"
 
 
 def _sure(p_true: float) -> VerificationAction:

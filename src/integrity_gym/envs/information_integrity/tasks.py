@@ -1,6 +1,11 @@
-"""The information_integrity tasks (thresholds and budgets are justified in the README)."""
+"""The information_integrity tasks (budgets are justified in the README).
 
-from integrity_gym.core.registry import TaskSpec
+Floors (the best of doing nothing, a constant decision without reading, and random play: random,
+on every tier) and ceilings (the oracle) are measured by ``agents.redteam.bounds`` over eval seeds
+0-99; each threshold follows by the published rule ``threshold_between``.
+"""
+
+from integrity_gym.core.registry import TaskSpec, threshold_between
 
 _ENTRY = "integrity_gym.envs.information_integrity.env:InformationIntegrityEnv"
 
@@ -8,10 +13,12 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         env="information_integrity",
         name="easy",
-        version=1,
+        version=2,
         tier="easy",
         description="One clear-cut claim with a fact-check verdict; trusted sources agree, one weak source dissents.",
-        success_threshold=0.75,
+        success_threshold=threshold_between(0.17, 1.0),
+        floor=0.17,
+        ceiling=1.0,
         max_steps=12,
         entry=_ENTRY,
         config={"difficulty": "easy"},
@@ -19,10 +26,12 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         env="information_integrity",
         name="medium",
-        version=1,
+        version=2,
         tier="medium",
         description="Misleading statistics and mixed evidence: partial truths, unknown verdicts, outdated sources.",
-        success_threshold=0.70,
+        success_threshold=threshold_between(0.136, 1.0),
+        floor=0.136,
+        ceiling=1.0,
         max_steps=18,
         entry=_ENTRY,
         config={"difficulty": "medium"},
@@ -30,10 +39,12 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         env="information_integrity",
         name="hard",
-        version=1,
+        version=2,
         tier="hard",
         description="Several claims, trusted sources in conflict, satire and outdated traps, harm-dependent policy.",
-        success_threshold=0.72,
+        success_threshold=threshold_between(0.12, 1.0),
+        floor=0.12,
+        ceiling=1.0,
         max_steps=24,
         entry=_ENTRY,
         config={"difficulty": "hard"},

@@ -290,7 +290,8 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
         self._log.append(log_entry)
         if self._is_done():
             counts = self._matcher.counts()
-            unmatched = 1.0 - counts.weight_correct / counts.weight_total if counts.weight_total else 0.0
+            perfect = counts.label_correct == counts.gold  # a sum of float weights need not reach 1.0 exactly
+            unmatched = 0.0 if perfect else 1.0 - counts.weight_correct / counts.weight_total
             components = components | rw.end_reward(self.reward_config, unmatched=max(0.0, unmatched))
         phi = self._phi
         if self._phi_stale:

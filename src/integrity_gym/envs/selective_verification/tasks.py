@@ -1,26 +1,28 @@
 """The selective_verification tasks: one per claim sampler, plus the text variant."""
 
-from integrity_gym.core.registry import TaskSpec
+from integrity_gym.core.registry import TaskSpec, threshold_between
 
 _ENTRY = "integrity_gym.envs.selective_verification.env:SelectiveVerificationEnv"
-#: Success is judged on a task's mean grade, never per episode (see grader.py). The bar, under the
-#: default Brier payoff (a = 0.8): a mean grade of 0.96, a skill of 0.8 over always abstaining —
-#: four fifths of the way from abstaining on everything to being sure and right on everything,
-#: what an honest agent earns when it is right about 96% of the time and knows it. It sits above
-#: every shortcut; the strongest, the claim text alone on popular, earns 0.888 (95% interval
-#: 0.857-0.918; 0.920, interval 0.898-0.942, with the earlier scenes: blind baseline, 200 eval
-#: episodes). Another payoff or rule keeps the skill (grader.threshold_for).
-_THRESHOLD = 0.96
+#: Success is judged on a task's mean grade, never per episode (see the README). Each task's bar
+#: follows by the published rule ``threshold_between`` from its floor (the best of always abstaining,
+#: a constant or coin-flip verdict, and the claim text's prior alone) and its ceiling (the oracle on
+#: pictures, which are unambiguous: every object is drawn at least half visible; the exact posterior
+#: on text, scored by its expected grade under the known probability), both measured by
+#: ``agents.redteam.bounds`` over eval seeds 0-99 under the default Brier payoff. Another payoff or
+#: rule keeps the skill (grader.threshold_for).
 
 
-def _task(name: str, tier: str, description: str, **config: object) -> TaskSpec:
+def _task(name: str, tier: str, description: str, floor: float, ceiling: float, **config: object) -> TaskSpec:
     return TaskSpec(
         env="selective_verification",
         name=name,
-        version=1,
+        version=2,
         tier=tier,
         description=description,
-        success_threshold=_THRESHOLD,
+        success_threshold=threshold_between(floor, ceiling),
+        floor=floor,
+        ceiling=ceiling,
+        per_episode_success=False,
         max_steps=1,
         entry=_ENTRY,
         config=dict(config),
@@ -31,31 +33,37 @@ TASKS: tuple[TaskSpec, ...] = (
     _task(
         "balanced", "medium",
         "Object-presence claims about generated scenes, each object true half the time (no name prior).",
+        0.8, 1.0,
         split="balanced",
     ),
     _task(
         "random", "easy",
         "POPE-style claims, absent objects drawn uniformly; large, upright objects on plain backgrounds.",
+        0.8, 1.0,
         split="random", difficulty="easy",
     ),
     _task(
         "popular", "medium",
         "POPE-style claims, absent objects among the most frequent; medium rendering difficulty.",
+        0.865, 1.0,
         split="popular", difficulty="medium",
     ),
     _task(
         "adversarial", "hard",
         "POPE-style claims, absent objects that co-occur with those present; small, rotated, occluded, cluttered.",
+        0.825, 1.0,
         split="adversarial", difficulty="hard",
     ),
     _task(
         "all", "medium",
         "The random, popular and adversarial samplers interleaved, mixed rendering difficulty.",
+        0.804, 1.0,
         split="all",
     ),
     _task(
         "text", "medium",
         "Claims about a partly described photo with a stated model; the exact probability is known.",
+        0.835, 0.858,
         variant="text",
     ),
 )  # fmt: skip

@@ -1,0 +1,55 @@
+"""Each task's trivial floor and honest ceiling, from which its threshold follows (``threshold_between``).
+
+The floor is the best mean grade of the environment's floor agents (the red team's attacks marked
+``floor``: doing nothing, a constant answer, answering blind); the ceiling is the best an honest
+agent can reach: the oracle, or where the answer itself is uncertain the Bayes-optimal agent
+(selective verification's text task: the exact posterior). Both are measured on the eval partition
+over ``BOUNDS_SEEDS`` with the environment's score (``score_of``: the expected grade where the
+truth's probability is known, else the grade), and committed in each environment's ``tasks.py``;
+``tests/redteam/test_bounds.py`` measures them again and requires the committed figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from integrity_gym.agents.base import make_agent
+from integrity_gym.agents.redteam import _module, attacks_for, score_of
+from integrity_gym.core.registry import TaskSpec, make
+
+#: The published sample: eval-partition seeds 0..99.
+BOUNDS_SEEDS = range(100)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """A task's floor and ceiling, and which agents set them."""
+
+    floor: float
+    floor_agent: str
+    ceiling: float
+    ceiling_agent: str
+
+
+def _mean(spec: TaskSpec, build: object, seeds: Iterable[int], *, needs_env: bool) -> float:
+    scores = []
+    for seed in seeds:
+        env = make(spec.id)
+        agent = build(env, seed) if needs_env else build(spec, seed)  # type: ignore[operator]
+        obs = env.reset(seed=seed)
+        while not env.done:
+            obs = env.step(agent.act(obs)).observation
+        scores.append(score_of(spec, env.grade()))
+        env.close()
+    return round(sum(scores) / len(scores), 3)
+
+
+def measure_bounds(spec: TaskSpec, seeds: Iterable[int] = BOUNDS_SEEDS) -> Bounds:
+    """Play the floor agents and the ceiling agent on ``spec`` over ``seeds``."""
+    seeds = list(seeds)
+    floors = {a.name: _mean(spec, a.build, seeds, needs_env=False) for a in attacks_for(spec.env) if a.floor}
+    floor_agent = max(floors, key=lambda name: (floors[name], name))
+    ceiling_agent: str = getattr(_module(spec.env), "ceiling_agent", lambda spec: "oracle")(spec)
+    ceiling = _mean(spec, lambda env, seed: make_agent(ceiling_agent, env, seed=seed), seeds, needs_env=True)
+    return Bounds(floors[floor_agent], floor_agent, ceiling, ceiling_agent)
