@@ -339,6 +339,17 @@ img{max-width:100%;border:1px solid #eee}figure{margin:1.5em 0}figcaption{color:
 code{font-size:12px;word-break:break-all;background:#f6f6f6;padding:1px 3px}small{color:#666}"""
 
 
+def _bounds(task_id: str) -> tuple[float | None, float | None]:
+    """The registered task's floor and ceiling (None for a task this install does not know)."""
+    from integrity_gym.core.registry import get_spec
+
+    try:
+        spec = get_spec(task_id)
+    except KeyError:
+        return None, None
+    return spec.floor, spec.ceiling
+
+
 def write_report(
     runs: Sequence[RunData],
     out_dir: Path,
@@ -397,8 +408,8 @@ def results_markdown(
     tasks = plots.task_order(runs)
     labels = list(dict.fromkeys(r.label for r in runs))
     extra = ["trivial floor", "best degenerate agent"] if references else []
-    header = "| task | tier | threshold | " + " | ".join([*labels, *extra]) + " |"
-    lines = [header, "|" + "---|" * (3 + len(labels) + len(extra))]
+    header = "| task | tier | floor | ceiling | threshold | " + " | ".join([*labels, *extra]) + " |"
+    lines = [header, "|" + "---|" * (5 + len(labels) + len(extra))]
     for task_id in tasks:
         entry = next(r.summary["tasks"][task_id] for r in runs if task_id in r.summary.get("tasks", {}))
         cells = []
@@ -422,10 +433,16 @@ def results_markdown(
                 cells.append(f"{mean:.3f} ± {sd:.3f} across {len(found)} runs")
         if references:
             cells += [ref.cell() if ref else "–" for ref in references.get(task_id, (None, None))]
-        lines.append(f"| `{task_id}` | {entry.get('tier', '')} | {_f(entry.get('threshold'), '.2f')} | "
-                     + " | ".join(cells) + " |")  # fmt: skip
+        floor, ceiling = _bounds(task_id)
+        lines.append(f"| `{task_id}` | {entry.get('tier', '')} | {_f(floor, '.3f')} | {_f(ceiling, '.3f')} | "
+                     f"{_f(entry.get('threshold'), '.2f')} | " + " | ".join(cells) + " |")  # fmt: skip
     lines.append("")
     lines.append(
+        "Floor: the best mean grade of a trivial agent (doing nothing, a constant answer, answering blind); "
+        "ceiling: the best an honest agent can reach (the oracle, or on selective verification's text task the "
+        "exact posterior's expected grade); threshold = floor + 2/3 × (ceiling − floor), to two decimals, the "
+        "one rule every task follows (`integrity_gym.core.registry.threshold_between`; both bounds measured over "
+        "eval seeds 0-99 by `agents/redteam/bounds.py` and checked by the tests). "
         "Cells: mean grade ± standard deviation over episodes (success rate against the threshold, episodes). "
         "Selective verification has no per-episode success: its threshold applies to the task's mean grade; its "
         "cells add skill over always abstaining [95% bootstrap interval] and the blind baseline's skill "

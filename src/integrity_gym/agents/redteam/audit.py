@@ -1,4 +1,4 @@
-"""The return-vs-grade audit: does the sum of step rewards rank policies as the grade does?
+"""The return-vs-grade audit: the sum of step rewards must rank policies as the grade does.
 
 An RL trainer climbs the **return**; the grade is what the task is judged on. If a policy with a
 clearly better mean grade had a lower mean return, training would push away from the task. The
@@ -98,6 +98,16 @@ def _extras(env_name: str) -> list[Policy]:
     return [_baseline(name, (cls.__doc__ or name).strip().splitlines()[0]) for name, cls in extra.items()]
 
 
+def _from_attack(build: Callable[[TaskSpec, int], Any]) -> Callable[[Env[Any, Any, Any], int], Agent]:
+    """An attack's builder (spec, seed) as a panel builder (env, seed): attacks never see the env."""
+
+    def from_env(env: Env[Any, Any, Any], seed: int) -> Agent:
+        agent: Agent = build(env.spec, seed)
+        return agent
+
+    return from_env
+
+
 def panel(env_name: str, *, presidio: bool = False) -> list[Policy]:
     """Every policy the audit plays on ``env_name``, baselines first, each name once."""
     from integrity_gym.agents.redteam import attacks_for
@@ -115,8 +125,7 @@ def panel(env_name: str, *, presidio: bool = False) -> list[Policy]:
     for attack in attacks_for(env_name):
         if attack.name == "do_nothing" or (attack.secret_only and not secret):
             continue  # do_nothing is noop; the replay wins by design in public mode
-        build = attack.build
-        policies.append(Policy(attack.name, "attack", attack.description, lambda env, seed, b=build: b(env.spec, seed)))
+        policies.append(Policy(attack.name, "attack", attack.description, _from_attack(attack.build)))
     degraded: tuple[Policy, ...] = importlib.import_module(f"integrity_gym.agents.redteam.{env_name}").DEGRADED
     policies.extend(degraded)
     seen: set[str] = set()

@@ -14,7 +14,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from integrity_gym.agents.heuristic.pii_redaction import HeuristicAgent
 from integrity_gym.agents.redteam.base import DO_NOTHING, Attack, Bar
@@ -233,7 +233,7 @@ ATTACKS: tuple[Attack, ...] = (
 
 
 class _PartialOracle:
-    """The oracle on a copy of the state whose gold keeps only the entities ``keep`` selects, relabelled by ``label``."""
+    """The oracle on a copy of the state: only the entities ``keep`` selects, labels changed by ``relabel``."""
 
     def __init__(self, env: Any, keep: Any, relabel: Any = None) -> None:
         self._env = env
@@ -260,7 +260,8 @@ class _PartialOracle:
 def _next_label(index: int, label: Label) -> Label:
     from integrity_gym.envs.pii_redaction.models import LABELS
 
-    return LABELS[(LABELS.index(label) + 1) % len(LABELS)] if index % 3 == 0 else label
+    wrong = LABELS[(LABELS.index(label) + 1) % len(LABELS)]
+    return cast(Label, wrong) if index % 3 == 0 else label
 
 
 class _RelabelThird:

@@ -115,11 +115,13 @@ def explain_episode(record: EpisodeRecord, grade: Grade) -> str:
     parts = ", ".join(f"{k} {v:.2f}" for k, v in grade.breakdown.items())
     if info["decision"] != info["label"]:
         lines.append("A decision that is not the rule's grades 0, whatever was read.")
+    elif grade.breakdown.get("reasoning_depth", 0.0) < MIN_REASONING:
+        lines.append(
+            f"Reasoning below {MIN_REASONING} of the gold explanation: the score counts the decision and the "
+            "reasoning only, not the evidence read or the efficiency."
+        )
     outcome = "a success" if grade.success else "no success"
-    lines.append(
-        f"Score {grade.score:.3f} ({parts}); {outcome} (threshold {grade.threshold:.2f}, and reasoning of at "
-        f"least {MIN_REASONING})."
-    )
+    lines.append(f"Score {grade.score:.3f} ({parts}); {outcome} (threshold {grade.threshold:.2f}).")
     return "\n".join(lines)
 
 

@@ -154,7 +154,9 @@ def step_breakdown(
     return out
 
 
-def settle(config: RewardConfig, *, exploration_paid: float, inefficiency_paid: float, counted: bool) -> dict[str, float]:
+def settle(
+    config: RewardConfig, *, exploration_paid: float, inefficiency_paid: float, counted: bool
+) -> dict[str, float]:
     """Components of the episode's last step under ``grade_aligned``: take back what the grade will not count.
 
     ``counted`` is true when the episode ends with a right decision reasoned well enough for the

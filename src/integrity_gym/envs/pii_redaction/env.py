@@ -251,7 +251,9 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
             self.reward_config,
             new_matches=[s for _, s in new_matches],
             best_iou=best,
-            gained=(counts.weight_correct - before.weight_correct) / counts.weight_total if counts.weight_total else 0.0,
+            gained=(counts.weight_correct - before.weight_correct) / counts.weight_total
+            if counts.weight_total
+            else 0.0,
             gold=counts.gold,
             false_positives=before.predictions - before.matched,
         )
