@@ -18,8 +18,11 @@ from integrity_gym.envs.information_integrity.env import CORPUS_ENV_VAR, Informa
 from integrity_gym.envs.information_integrity.generator import generate
 from integrity_gym.envs.information_integrity.models import DECISIONS, DIFFICULTIES, Decision, Scenario
 
-TASK_IDS = [f"information_integrity/{tier}-v1" for tier in DIFFICULTIES]
-THRESHOLDS = {"easy": 0.75, "medium": 0.70, "hard": 0.72}
+#: The current version of each tier's task, and the list of them.
+TASK = {tier: latest_task_id("information_integrity", tier) for tier in DIFFICULTIES}
+TASK_IDS = list(TASK.values())
+#: The success thresholds: threshold_between(floor, ceiling) of each task (see tasks.py).
+THRESHOLDS = {"easy": 0.72, "medium": 0.71, "hard": 0.71}
 
 
 def gold_scenarios() -> list[Scenario]:

@@ -22,6 +22,8 @@ from integrity_gym.envs.information_integrity.collector import (
     write_synthetic_corpus,
 )
 
+from .conftest import TASK
+
 DOCS = [
     {"id": "d1", "url": "https://health.meridian.example/a", "title": "Kelpwort tea and flu",
      "text": "We found no evidence that kelpwort tea cures seasonal flu.", "date": "2026-01-02"},
@@ -102,7 +104,7 @@ def test_collector_builds_a_scenario_the_env_accepts(corpus: Path, tmp_path: Pat
     assert scenario.label == "remove"
     path = tmp_path / "s.json"
     path.write_text(scenario.model_dump_json())
-    env = integrity_gym.make("information_integrity/medium-v1")
+    env = integrity_gym.make(TASK["medium"])
     assert env.reset(options={"scenario_file": str(path)}).claims[0].text == "Kelpwort tea cures the flu"
     with pytest.raises(ValueError, match="at least 2"):
         collector.build_scenario("Oakhaven roadworks bridge")

@@ -15,7 +15,9 @@ from integrity_gym.envs.information_integrity.data import load_gold
 from integrity_gym.envs.information_integrity.env import InformationIntegrityEnv
 from integrity_gym.envs.information_integrity.grader import Grader, GraderFactory
 
-HARD = "information_integrity/hard-v1"
+from .conftest import TASK
+
+HARD = TASK["hard"]
 
 
 def make(task: str = HARD, **config: Any) -> InformationIntegrityEnv:
@@ -40,7 +42,7 @@ def test_reset_by_index_by_id_by_generated_id_and_by_difficulty() -> None:
 
 
 def test_reset_by_task_switches_tier() -> None:
-    env = make("information_integrity/easy-v1")
+    env = make(TASK["easy"])
     assert env.reset(seed=0, task=HARD).task_difficulty == "hard"
 
 

@@ -27,7 +27,7 @@ from integrity_gym.envs.information_integrity.grader import (
 from integrity_gym.envs.information_integrity.models import DECISIONS, DIFFICULTIES, Decision, Scenario
 from integrity_gym.envs.information_integrity.tasks import TASKS
 
-from .conftest import ORACLE_VARIANTS, REASONINGS, THRESHOLDS, action, play_oracle, start, strategies
+from .conftest import ORACLE_VARIANTS, REASONINGS, TASK, THRESHOLDS, action, play_oracle, start, strategies
 
 
 def play(scenario: Scenario, reads: list[str], decision: Decision, reasoning: str | None) -> Grade:
@@ -101,7 +101,7 @@ def random_reasoning(rng: random.Random, scenario: Scenario, decision: Decision)
 @pytest.mark.parametrize("tier", DIFFICULTIES)
 def test_success_implies_a_right_and_reasoned_decision(tier: str) -> None:
     """Random agents and random strategies (evidence, decision, reasoning) on gold and generated items."""
-    task = f"information_integrity/{tier}-v1"
+    task = TASK[tier]
     grades: list[tuple[Grade, bool]] = []
     env = integrity_gym.make(task)
     for seed in range(60):

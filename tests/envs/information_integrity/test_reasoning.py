@@ -18,7 +18,7 @@ from integrity_gym.envs.information_integrity.reasoning import (
     parse_statements,
 )
 
-from .conftest import REASONINGS, generated_scenarios, gold_scenarios
+from .conftest import REASONINGS, TASK, generated_scenarios, gold_scenarios
 
 SCENARIO = find_gold("hard_003")
 ALL_IDS = [c.id for c in SCENARIO.claims] + [s.id for s in SCENARIO.sources]
@@ -144,7 +144,7 @@ def test_length_cap_only_reads_the_first_characters() -> None:
 
 
 def test_an_agent_that_dumps_ids_in_its_decision_scores_zero_reasoning_in_the_env() -> None:
-    env = integrity_gym.make("information_integrity/hard-v1")
+    env = integrity_gym.make(TASK["hard"])
     env.reset(scenario_id="hard_003")
     for i in ALL_IDS:
         key = "claim_id" if i.startswith("claim") else "source_id"

@@ -29,6 +29,7 @@ from integrity_gym.envs.information_integrity.models import DECISIONS, DIFFICULT
 from .conftest import (
     ORACLE_VARIANTS,
     REASONINGS,
+    TASK,
     Outcome,
     action,
     every_count,
@@ -262,7 +263,7 @@ def test_presets_load_from_a_yaml_path_and_bad_files_name_the_problem(tmp_path: 
     good = tmp_path / "mine.yaml"
     good.write_text(text.replace("correct_decision: 1.00", "correct_decision: 2.00"))
     assert rw.load_reward_config(good).correct_decision == 2.0
-    env = integrity_gym.make("information_integrity/easy-v1", reward_preset=str(good))
+    env = integrity_gym.make(TASK["easy"], reward_preset=str(good))
     assert env.reward_config.correct_decision == 2.0
     bad = tmp_path / "bad.yaml"
     bad.write_text(text.replace("premature_decision: -0.30", "premature_decision: 0.30"))
@@ -276,7 +277,7 @@ def test_presets_load_from_a_yaml_path_and_bad_files_name_the_problem(tmp_path: 
 def test_every_step_breakdown_sums_to_its_reward_and_totals_stay_in_the_clip(preset: str) -> None:
     from integrity_gym.agents import make_agent
 
-    for task_id in ("information_integrity/easy-v1", "information_integrity/hard-v1"):
+    for task_id in (TASK["easy"], TASK["hard"]):
         env = integrity_gym.make(task_id, reward_preset=preset)
         for agent_name in ("noop", "random", "heuristic"):
             for seed in range(4):
@@ -300,9 +301,9 @@ def test_exploration_rewards_do_not_depend_on_hidden_facts() -> None:
 
     for preset in ("default", "reference"):
         for seed in range(6):
-            env = integrity_gym.make("information_integrity/hard-v1", reward_preset=preset)
+            env = integrity_gym.make(TASK["hard"], reward_preset=preset)
             obs = env.reset(seed=seed)
-            twin = integrity_gym.make("information_integrity/hard-v1", reward_preset=preset)
+            twin = integrity_gym.make(TASK["hard"], reward_preset=preset)
             twin.load_state(InformationIntegrityEnv.counterfactual(env.state(), random.Random(seed)))
             assert twin.state().scenario.label != env.state().scenario.label
             actions = [{"type": "check_source", "source_id": s.id} for s in obs.available_sources]
