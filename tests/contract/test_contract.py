@@ -131,3 +131,26 @@ def test_golden_samples_still_match(env_name: str) -> None:
     generator = importlib.import_module(f"integrity_gym.envs.{env_name}.generator")
     expected = json.loads((GOLDEN / f"{env_name}.json").read_text())
     assert json.loads(json.dumps(generator.golden_samples())) == expected
+
+
+UNREADABLE = ["{not json", "DANCE", {"no": "such field"}, 42]
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+@pytest.mark.parametrize("action", UNREADABLE, ids=["broken_json", "unknown_word", "unknown_field", "number"])
+def test_one_invalid_action_convention_on_every_task(task_id: str, action: Any) -> None:
+    # A multi-step task charges a wasted step WASTED_STEP and changes nothing else; a one-step task
+    # takes the unreadable reply as its answer, pays its lowest reward (0) and ends.
+    from integrity_gym.core.env import WASTED_STEP
+
+    env = integrity_gym.make(task_id)
+    env.reset(seed=0)
+    before = env.state().model_dump()
+    result = env.step(action)
+    if env.spec.max_steps == 1:
+        assert result.reward == 0.0 and result.done and env.grade().score == 0.0
+        return
+    assert result.reward == pytest.approx(-WASTED_STEP) and not result.done and result.info["error"]
+    after = env.state().model_dump()
+    changed = {k for k in before if before[k] != after[k]}
+    assert changed <= {"step_count", "action_log", "history", "invalid", "total_reward"}, changed

@@ -16,13 +16,14 @@ from integrity_gym.envs.information_integrity import rules
 from integrity_gym.envs.information_integrity.data import load_gold
 from integrity_gym.envs.information_integrity.env import CORPUS_ENV_VAR, InformationIntegrityEnv
 from integrity_gym.envs.information_integrity.generator import generate
+from integrity_gym.envs.information_integrity.grader import EpisodeRecord, Grader, GraderFactory
 from integrity_gym.envs.information_integrity.models import DECISIONS, DIFFICULTIES, Decision, Scenario
 
 #: The current version of each tier's task, and the list of them.
 TASK = {tier: latest_task_id("information_integrity", tier) for tier in DIFFICULTIES}
 TASK_IDS = list(TASK.values())
 #: The success thresholds: threshold_between(floor, ceiling) of each task (see tasks.py).
-THRESHOLDS = {"easy": 0.72, "medium": 0.71, "hard": 0.71}
+THRESHOLDS = {"easy": 0.74, "medium": 0.71, "hard": 0.70}
 
 
 def gold_scenarios() -> list[Scenario]:
@@ -173,7 +174,7 @@ def strategies(scenario: Scenario) -> dict[str, list[str]]:
 
 
 #: The oracle and three degraded versions of it: its reasoning deleted, reading every claim and
-#: source before deciding as it does, and its decision and statements with nothing read.
+#: source before deciding with the gold decision and statements, and those with nothing read.
 ORACLE_VARIANTS = ("oracle", "no_reasoning", "reads_everything", "at_once")
 
 
@@ -186,12 +187,13 @@ def play_oracle(scenario: Scenario, variant: str, **config: Any) -> tuple[float,
     unread = [c.id for c in scenario.claims] + [s.id for s in scenario.sources]
     obs = env.observation()
     total = 0.0
+    gold = rules.gold_evidence(scenario)
+    gold_decision = {"type": "decide", "decision": gold.label, "reasoning": ". ".join(gold.statements) + "."}
     while not env.done:
-        if variant == "reads_everything" and unread:
-            step: Any = action(unread.pop(0))
+        if variant == "reads_everything":
+            step: Any = action(unread.pop(0)) if unread else gold_decision
         elif variant == "at_once":
-            gold = rules.gold_evidence(scenario)
-            step = {"type": "decide", "decision": gold.label, "reasoning": ". ".join(gold.statements) + "."}
+            step = gold_decision
         else:
             step = oracle.act(obs)
             if variant == "no_reasoning" and step.type == "decide":
@@ -208,3 +210,26 @@ def _no_user_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never read the user's settings: public-mode seeding, no server corpus."""
     monkeypatch.delenv(EVAL_SECRET_ENV, raising=False)
     monkeypatch.delenv(CORPUS_ENV_VAR, raising=False)
+
+
+def record_of(env: InformationIntegrityEnv) -> EpisodeRecord:
+    """The grader's record of ``env``'s episode so far, rebuilt from its public state."""
+    state = env.state()
+    return EpisodeRecord(
+        scenario=state.scenario,
+        verified=tuple(state.verified),
+        checked=tuple(state.checked),
+        decision=state.decision,
+        reasoning=state.reasoning,
+        steps=state.step_count,
+        premature=state.premature,
+        threshold=env.spec.success_threshold,
+        reasoning_char_cap=state.config["reasoning_char_cap"],
+        reasoning_statement_cap=state.config["reasoning_statement_cap"],
+    )
+
+
+def grader_of(env: InformationIntegrityEnv) -> Grader:
+    """The grader ``env`` grades with: the configured one, else the scenario's tier."""
+    state = env.state()
+    return GraderFactory.create(state.config["grader"] or state.scenario.difficulty)

@@ -177,35 +177,38 @@ def test_unknown_ids_are_rejected_with_a_message_and_change_only_the_step_count(
 
 
 def test_premature_redundant_and_max_steps_flags_under_default() -> None:
-    """A repeat costs a wasted step; the premature penalty is charged only where the grade counts evidence."""
+    """A repeat costs a wasted step; the decide step pays 2 × the grade's terms and takes back the exploration."""
     env = make()
-    env.reset(scenario_id="hard_001")  # label flag
+    env.reset(scenario_id="hard_001")  # label flag; decisive claim_1, src_2, src_3
     assert env.step("verify claim_1").info["reward_breakdown"] == {"verify_claim": 0.01}
     result = env.step("verify claim_1")
-    assert result.info["reward_breakdown"] == {"redundant_action": -WASTED_STEP, "inefficiency": -0.02}
+    assert result.info["reward_breakdown"] == {"redundant_action": -WASTED_STEP}
     assert result.observation.status_flags.redundant_actions == 1
-    # Right but unreasoned: the grade counts decision and reasoning only, so the step gives back the
-    # exploration and the inefficiency and charges no premature penalty; the flag still says premature.
+    # Right but unreasoned: the grade counts decision and reasoning only (0.30 + 0.30 × 0), paid twice;
+    # no premature penalty (the grade's efficiency is 0 instead, and not counted); the flag still says premature.
     result = env.step("decide flag")
     assert result.done and result.observation.status_flags.premature_decision
     assert result.info["reward_breakdown"] == pytest.approx(
-        {"decision_correct": 1.0, "reasoning": 0.0, "inefficiency": -0.02,
-         "exploration_refund": -0.01, "inefficiency_refund": 0.04}
-    )  # fmt: skip
-    assert env.state().total_reward == pytest.approx(1.0 - WASTED_STEP)
+        {"decision_correct": 0.6, "reasoning": 0.0, "exploration_refund": -0.01}
+    )
+    assert env.grade().score == pytest.approx(0.3)
+    assert env.state().total_reward == pytest.approx(2 * 0.3 - WASTED_STEP)
     with pytest.raises(EpisodeFinishedError, match="has ended"):
         env.step("decide remove")
-    # Right and reasoned (two of the three gold statements) on one source: the premature penalty applies.
+    # Right and reasoned (two of the three gold statements) on one source: every term counts, and
+    # the premature decision's efficiency is 0.
     env.reset(scenario_id="hard_001")
     env.step("verify claim_1")
     env.step("check src_2")
     result = env.step("decide flag claim_1 is contested. src_2 supports claim_1.")
     assert result.observation.status_flags.premature_decision
     assert result.info["reward_breakdown"] == pytest.approx(
-        {"decision_correct": 1.0, "reasoning": 2 / 3, "premature_decision": -0.3, "inefficiency": -0.02}
-    )
-    assert env.state().total_reward == pytest.approx(0.02 - 0.04 + 1.0 + 2 / 3 - 0.3)
-    # Out of steps without a decision: the last step settles, so the episode returns its wasted steps.
+        {"decision_correct": 0.6, "reasoning": 2 * 0.3 * 2 / 3, "evidence": 2 * 0.3 * 2 / 3, "efficiency": 0.0,
+         "exploration_refund": -0.02}
+    )  # fmt: skip
+    assert env.state().total_reward == pytest.approx(2 * env.grade().score) == pytest.approx(1.4)
+    # Out of steps without a decision: the last step takes the exploration back, so the episode
+    # returns its wasted steps.
     env.reset(scenario_id="hard_001")
     while not env.done:
         result = env.step("verify claim_2")
@@ -213,9 +216,8 @@ def test_premature_redundant_and_max_steps_flags_under_default() -> None:
     assert obs.status_flags.max_steps_reached and not obs.status_flags.decision_made
     repeats = env.max_steps - 1
     assert result.info["reward_breakdown"] == pytest.approx(
-        {"redundant_action": -WASTED_STEP, "inefficiency": -0.02,
-         "exploration_refund": -0.01, "inefficiency_refund": 0.02 * repeats}
-    )  # fmt: skip
+        {"redundant_action": -WASTED_STEP, "exploration_refund": -0.01}
+    )
     assert env.state().total_reward == pytest.approx(-WASTED_STEP * repeats)
     assert env.grade().score == 0.0
 
@@ -243,7 +245,17 @@ def test_premature_redundant_and_max_steps_flags_under_reference() -> None:
 @pytest.mark.parametrize(
     ("preset", "decide_step"),
     [
-        ("default", {"decision_correct": 1.0, "reasoning": 1.0, "inefficiency": -0.02}),
+        # 2 × each easy weight (0.50 / 0.15 / 0.25 / 0.10) at full marks, the three reads taken back.
+        (
+            "default",
+            {
+                "decision_correct": 1.0,
+                "reasoning": 0.3,
+                "evidence": 0.5,
+                "efficiency": 0.2,
+                "exploration_refund": -0.03,
+            },
+        ),
         ("reference", {"decision_correct": 1.0}),
     ],
 )
@@ -254,7 +266,7 @@ def test_sufficient_evidence_flag_and_no_premature_penalty(preset: str, decide_s
         obs = env.step(action).observation
     assert obs.status_flags.sufficient_evidence
     result = env.step("decide remove claim_1 is false. src_1 refutes claim_1. src_3 refutes claim_1. harm is high.")
-    assert result.info["reward_breakdown"] == decide_step
+    assert result.info["reward_breakdown"] == pytest.approx(decide_step)
     assert not result.observation.status_flags.premature_decision
     assert env.grade().score == 1.0
 

@@ -1,9 +1,11 @@
-"""Reward presets: the reference table exactly, and the default's tie between return and grade.
+"""Reward presets: the reference table exactly, and the default's identity between return and grade.
 
-Under ``default`` a right decision reasoned to ``MIN_REASONING`` returns 1 + its reasoning score +
-its exploration (at most 0.1) - 0.02 per step after the first - 0.3 if premature - its wasted
-steps; any other episode is settled on its last step to 1 + reasoning score (right) or 0 (wrong),
-less its wasted steps. These tests play the environment and check that rule to the component.
+Under ``default`` (``grade_scale: 2.0``) the decide step pays 2 × each weighted term of the grade
+(``Grader.terms``: none for a wrong decision, decision and reasoning only below ``MIN_REASONING``);
+exploration is paid as it happens and taken back on the episode's last step
+(``exploration_refund``); a repeat and a rejected action each cost ``WASTED_STEP``. So every
+episode returns exactly 2 × grade − 0.05 × (redundant + invalid steps). These tests play the
+environment and check that to the component.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +24,9 @@ import integrity_gym
 from integrity_gym.core.env import WASTED_STEP
 from integrity_gym.core.registry import latest_task_id
 from integrity_gym.envs.information_integrity import reward as rw
+from integrity_gym.envs.information_integrity import rules
 from integrity_gym.envs.information_integrity.data import find_gold, load_gold
+from integrity_gym.envs.information_integrity.env import InformationIntegrityEnv
 from integrity_gym.envs.information_integrity.generator import generate
 from integrity_gym.envs.information_integrity.grader import MIN_REASONING, GraderFactory
 from integrity_gym.envs.information_integrity.models import DECISIONS, DIFFICULTIES, Decision, IntegrityAction, Scenario
@@ -35,8 +40,10 @@ from .conftest import (
     every_count,
     every_subset,
     generated_scenarios,
+    grader_of,
     play_oracle,
     read_gold_text,
+    record_of,
     start,
     strategies,
 )
@@ -57,43 +64,56 @@ REFERENCE_TABLE = {
     "clip_max": 2.0,
 }
 
+#: What the default preset's decide step pays per unit of grade.
+GRADE_SCALE = 2.0
 
-#: The default preset: small exploration rewards, the decision and its reasoning as graded, one
-#: wasted-step charge, settlement with the grade.
+#: The default preset, every field: 2 × the grade's terms on the decide step, small exploration
+#: shaping taken back at the end, one wasted-step charge; the reference-only fields unused (0/None).
 DEFAULT_TABLE = {
+    "name": "default",
+    "grade_scale": GRADE_SCALE,
     "verify_claim": 0.01,
     "check_source": 0.01,
     "multi_source_bonus": 0.005,
     "multi_source_min": 3,
     "exploration_cap": 0.1,
-    "correct_decision": 1.0,
+    "correct_decision": 0.0,
     "partial_decision": 0.0,
-    "reasoning": 1.0,
-    "premature_decision": -0.3,
+    "premature_decision": 0.0,
     "redundant_action": -WASTED_STEP,
-    "inefficiency": -0.02,
-    "efficient_step_threshold": 1,
+    "inefficiency": 0.0,
+    "efficient_step_threshold": None,
     "over_aggression": 0.0,
     "invalid_action": -WASTED_STEP,
-    "grade_aligned": True,
     "clip_min": -2.0,
     "clip_max": 2.0,
 }
+
+#: Components a default step may carry.
+EXPLORATION = ("verify_claim", "check_source", "multi_source_bonus")
+DEFAULT_COMPONENTS = {*EXPLORATION, "redundant_action", "invalid_action", "exploration_refund"}
 
 
 def test_reference_preset_is_the_reference_table() -> None:
     config = rw.load_reward_config("reference")
     for key, value in REFERENCE_TABLE.items():
         assert getattr(config, key) == value, key
-    assert config.exploration_cap is None
-    # The reference pays nothing for reasoning, settles nothing and does not charge rejected actions.
-    assert (config.reasoning, config.grade_aligned, config.invalid_action) == (0.0, False, 0.0)
+    assert config.exploration_cap is None and config.efficient_step_threshold == 6
+    # The reference pays fixed amounts (no grade_scale) and does not charge rejected actions.
+    assert (config.grade_scale, config.invalid_action) == (None, 0.0)
 
 
 def test_default_preset_is_the_default_table() -> None:
     config = rw.load_reward_config("default")
-    assert {key: getattr(config, key) for key in DEFAULT_TABLE} == DEFAULT_TABLE
+    assert config.model_dump() == DEFAULT_TABLE
     assert WASTED_STEP == 0.05
+    assert set(rw.GRADE_COMPONENTS) == set(GraderFactory.create("hard").weights)
+    assert rw.GRADE_COMPONENTS == {
+        "decision_correct": "decision_correct",
+        "reasoning_depth": "reasoning",
+        "evidence_breadth": "evidence",
+        "efficiency": "efficiency",
+    }
 
 
 def test_reference_components_pay_the_table_values() -> None:
@@ -122,6 +142,106 @@ def test_the_total_is_clipped_and_the_breakdown_still_sums_to_the_reward() -> No
     assert sum(parts.values()) == pytest.approx(reward)
 
 
+# ---------------------------------------------------------------- the identity, checked per episode
+
+
+def play_steps(env: InformationIntegrityEnv, steps: Iterable[Any]) -> list[tuple[float, dict[str, float]]]:
+    """Step through ``steps``; each step's (reward, breakdown), the breakdown summing to the reward."""
+    out = []
+    for step in steps:
+        result = env.step(step)
+        parts = result.info["reward_breakdown"]
+        assert sum(parts.values()) == pytest.approx(result.reward, abs=1e-12)
+        out.append((result.reward, parts))
+    return out
+
+
+def grade_part(parts: dict[str, float]) -> dict[str, float]:
+    """The components of a breakdown that pay the grade's terms."""
+    return {k: v for k, v in parts.items() if k in rw.GRADE_COMPONENTS.values()}
+
+
+def check_identity(env: InformationIntegrityEnv, steps: Sequence[tuple[float, dict[str, float]]]) -> float:
+    """Check a finished default episode, every step of it in ``steps``, and return its return:
+
+    - the return is 2 × grade − WASTED_STEP × (redundant + invalid steps), exactly;
+    - the decide step pays 2 × ``Grader.terms`` of the episode, keyed by ``GRADE_COMPONENTS``;
+    - exploration_refund is on the last step only, and is minus everything exploration paid;
+    - no step carries a component the default does not use, and no step was clipped.
+    """
+    state = env.state()
+    assert env.done and len(steps) == state.step_count
+    total = sum(reward for reward, _ in steps)
+    assert total == pytest.approx(state.total_reward, abs=1e-9)
+    wasted = state.redundant + state.invalid
+    assert state.total_reward == pytest.approx(GRADE_SCALE * env.grade().score - WASTED_STEP * wasted, abs=1e-9)
+    paid = sum(parts.get(k, 0.0) for _, parts in steps for k in EXPLORATION)
+    assert state.exploration_paid == pytest.approx(paid, abs=1e-12)
+    refunded = [i for i, (_, parts) in enumerate(steps) if "exploration_refund" in parts]
+    assert refunded == ([len(steps) - 1] if paid > 0 else [])
+    if paid > 0:
+        assert steps[-1][1]["exploration_refund"] == pytest.approx(-paid, abs=1e-12)
+    for _, parts in steps:
+        assert set(parts) <= DEFAULT_COMPONENTS | set(rw.GRADE_COMPONENTS.values()), parts
+    for _, parts in steps[:-1]:
+        assert not grade_part(parts)
+    record = record_of(env)
+    assert grader_of(env).grade(record) == env.grade()
+    terms = grader_of(env).terms(record)
+    assert grade_part(steps[-1][1]) == pytest.approx(
+        {rw.GRADE_COMPONENTS[k]: GRADE_SCALE * v for k, v in terms.items()}, abs=1e-9
+    )
+    if state.decision is None:
+        assert terms == {} and env.grade().score == 0.0
+    return total
+
+
+@pytest.mark.parametrize("tier", DIFFICULTIES)
+def test_every_baseline_returns_twice_its_grade_less_its_wasted_steps(tier: str) -> None:
+    """The oracle, heuristic, random and noop agents on eval seeds of every tier, step by step."""
+    from integrity_gym.agents import make_agent
+
+    env = integrity_gym.make(latest_task_id("information_integrity", tier))
+    seen: dict[str, int] = defaultdict(int)
+    for agent_name in ("oracle", "heuristic", "random", "noop"):
+        for seed in range(8):
+            agent = make_agent(agent_name, env, seed=seed)
+            obs = env.reset(seed=seed)
+            steps = []
+            while not env.done:
+                result = env.step(agent.act(obs))
+                obs = result.observation
+                parts = result.info["reward_breakdown"]
+                assert sum(parts.values()) == pytest.approx(result.reward, abs=1e-12)
+                steps.append((result.reward, parts))
+            total = check_identity(env, steps)
+            state = env.state()
+            seen["wasted"] += state.redundant + state.invalid > 0
+            seen["right"] += state.decision == state.scenario.label
+            seen["truncated"] += state.max_steps_reached
+            if agent_name == "oracle":
+                assert total == pytest.approx(GRADE_SCALE, abs=1e-9)
+            if agent_name == "noop":
+                assert state.max_steps_reached and total == pytest.approx(-WASTED_STEP * (env.max_steps - 1))
+    assert seen["wasted"] and seen["right"] and seen["truncated"], seen
+
+
+def test_the_identity_holds_under_a_custom_grade_scale(tmp_path: Path) -> None:
+    """The decide step follows ``grade_scale`` (not a hard-coded 2): at 1.5 the oracle returns 1.5."""
+    text = Path(rw.__file__).with_name("data").joinpath("rewards", "default.yaml").read_text()
+    assert "grade_scale: 2.0" in text
+    mine = tmp_path / "scaled.yaml"
+    mine.write_text(text.replace("grade_scale: 2.0", "grade_scale: 1.5"))
+    for scenario in load_gold("hard")[:3]:
+        for variant in ORACLE_VARIANTS:
+            total, env = play_oracle(scenario, variant, reward_preset=str(mine))
+            assert env.reward_config.grade_scale == 1.5
+            assert total == pytest.approx(1.5 * env.grade().score, abs=1e-9), (scenario.id, variant)
+
+
+# ---------------------------------------------------------------- every subset of the evidence
+
+
 def extremes(outcomes: Iterable[Outcome], label: str) -> tuple[float, float]:
     """(lowest return of a right decision, highest return of a wrong one)."""
     right, wrong = float("inf"), float("-inf")
@@ -133,49 +253,48 @@ def extremes(outcomes: Iterable[Outcome], label: str) -> tuple[float, float]:
     return right, wrong
 
 
-def by_hand(scenario: Scenario, evidence: Sequence[str], decision: Decision, reasoning: float) -> tuple[dict, float]:
-    """The decide step's components and the episode's return under default, worked out from the rule.
+def by_hand(
+    scenario: Scenario, evidence: Sequence[str], decision: Decision, reasoning: float
+) -> tuple[dict[str, float], float, dict[str, float]]:
+    """The decide step's components, the return and the four dimensions under default, worked out by hand.
 
     For an episode that read ``evidence`` (each id once, nothing wasted) and then decided with
-    reasoning worth ``reasoning`` (as the grader scores it).
+    reasoning worth ``reasoning`` (as the grader scores it): the dimensions from the gold evidence,
+    the terms by the grade's rule, 2 × each; the exploration taken back on the decide step.
     """
     claim_ids = {c.id for c in scenario.claims}
     claims = sum(item in claim_ids for item in evidence)
     sources = len(evidence) - claims
-    steps_after_first = len(evidence)  # the decision is step len(evidence) + 1
     exploration = min(0.1, 0.01 * claims + 0.01 * sources + (0.005 if sources >= 3 else 0.0))
     premature = claims < 1 or sources < 2
-    right = decision == scenario.label
-    counted = right and reasoning >= MIN_REASONING
-    parts: dict[str, float] = {}
-    distance = abs(DECISIONS.index(decision) - DECISIONS.index(scenario.label))
-    if distance == 0:
-        parts |= {"decision_correct": 1.0, "reasoning": reasoning}
-    elif distance == 1:
-        parts["decision_partial"] = 0.0
-    if decision == "remove" and scenario.label != "remove":
-        parts["over_aggression"] = 0.0
-    if premature and counted:
-        parts["premature_decision"] = -0.3
-    if steps_after_first:
-        parts["inefficiency"] = -0.02
-    if not counted:
-        if exploration:
-            parts["exploration_refund"] = -exploration
-        if steps_after_first:
-            parts["inefficiency_refund"] = 0.02 * steps_after_first
-    if counted:
-        total = 1.0 + reasoning + exploration - 0.02 * steps_after_first - (0.3 if premature else 0.0)
+    gold = rules.gold_evidence(scenario)
+    wanted = set(gold.claims) | set(gold.sources)
+    dims = {
+        "decision_correct": 1.0 if decision == scenario.label else 0.0,
+        "evidence_breadth": len(wanted & set(evidence)) / len(wanted),
+        "reasoning_depth": reasoning,
+        "efficiency": 0.0 if premature else min(1.0, (len(wanted) + 1) / (len(evidence) + 1)),
+    }
+    weights = GraderFactory.create(scenario.difficulty).weights
+    if decision != scenario.label:
+        counted: tuple[str, ...] = ()
+    elif reasoning < MIN_REASONING:
+        counted = ("decision_correct", "reasoning_depth")
     else:
-        total = 1.0 + reasoning if right else 0.0
-    return parts, total
+        counted = ("decision_correct", "reasoning_depth", "evidence_breadth", "efficiency")
+    parts = {rw.GRADE_COMPONENTS[k]: GRADE_SCALE * weights[k] * dims[k] for k in counted}
+    if exploration:
+        parts["exploration_refund"] = -exploration
+    total = GRADE_SCALE * sum(weights[k] * dims[k] for k in counted)
+    return parts, total, dims
 
 
 def check_ranked_as_graded(outcomes: Iterable[Outcome], scenario: Scenario) -> dict[str, int]:
-    """Each outcome's decide step and return are the rule's; per evidence read, a right decision
-    reasoned to MIN_REASONING returns more than the same evidence unreasoned, which returns more
-    than every wrong decision. The grade: a wrong decision scores 0, a right one reasoned below
-    MIN_REASONING its decision and reasoning weights only, and success is score >= threshold.
+    """Each outcome's decide step, dimensions and return are the rule's, and the return is 2 × grade.
+    Per evidence read, a right decision reasoned to MIN_REASONING returns more than the same
+    evidence unreasoned (2 × w_decision), which returns more than every wrong decision (0). The
+    grade: a wrong decision scores 0, a right one reasoned below MIN_REASONING its decision and
+    reasoning weights only, and success is score >= threshold.
     Returns counts of the cases met, so that callers can require each to have been exercised.
     """
     grader = GraderFactory.create(scenario.difficulty)
@@ -185,22 +304,30 @@ def check_ranked_as_graded(outcomes: Iterable[Outcome], scenario: Scenario) -> d
     for outcome in outcomes:
         grade = outcome.grade
         score = grade.breakdown["reasoning_depth"]
-        parts, total = by_hand(scenario, outcome.evidence, outcome.decision, score)
+        parts, total, dims = by_hand(scenario, outcome.evidence, outcome.decision, score)
         where = (scenario.id, outcome.evidence, outcome.decision, outcome.reasoning)
+        assert {k: grade.breakdown[k] for k in dims} == pytest.approx(dims), where
         assert outcome.breakdown == pytest.approx(parts), where
-        assert outcome.total == pytest.approx(total), where
+        assert outcome.total == pytest.approx(total, abs=1e-9), where
+        assert outcome.total == pytest.approx(GRADE_SCALE * grade.score, abs=1e-9), where
+        terms = grader.terms(record_of(outcome.env))
+        assert grade_part(outcome.breakdown) == pytest.approx(
+            {rw.GRADE_COMPONENTS[k]: GRADE_SCALE * v for k, v in terms.items()}, abs=1e-9
+        ), where
         assert grade.success == (grade.score >= outcome.env.spec.success_threshold), where
         if outcome.decision != scenario.label:
             assert (grade.score, grade.success) == (0.0, False), where
         elif score < MIN_REASONING:
             assert grade.score == pytest.approx(weights["decision_correct"] + weights["reasoning_depth"] * score)
             assert grade.score < grader.ceiling_without_reasons() and not grade.success, where
+        seen["capped"] += -parts.get("exploration_refund", 0.0) == pytest.approx(0.1)
         groups[outcome.evidence].append((outcome, score))
     for evidence, group in groups.items():
         right = [(o, score) for o, score in group if o.decision == scenario.label]
         unreasoned = next(o.total for o, _ in right if o.reasoning == "none")
         best_wrong = max(o.total for o, _ in group if o.decision != scenario.label)
-        assert unreasoned == pytest.approx(1.0) and best_wrong == pytest.approx(0.0), (scenario.id, evidence)
+        assert unreasoned == pytest.approx(GRADE_SCALE * weights["decision_correct"]), (scenario.id, evidence)
+        assert best_wrong == pytest.approx(0.0, abs=1e-9), (scenario.id, evidence)
         seen["evidence"] += 1
         for o, score in right:
             if score >= MIN_REASONING:
@@ -208,6 +335,7 @@ def check_ranked_as_graded(outcomes: Iterable[Outcome], scenario: Scenario) -> d
                 seen["reasoned"] += 1
                 seen["reasoned_premature"] += o.env.state().premature
                 seen["reasoned_partial"] += score < 1.0
+                seen["reasoned_inefficient"] += o.grade.breakdown["efficiency"] < 1.0
     return seen
 
 
@@ -215,14 +343,17 @@ def check_ranked_as_graded(outcomes: Iterable[Outcome], scenario: Scenario) -> d
 def test_default_returns_follow_the_rule_and_rank_as_the_grade_on_every_gold_scenario(tier: str) -> None:
     """Played in the environment: every subset of claims and sources, then each decision, with no
     reasoning and with the gold statements about what was read (partial reads give partial or void
-    reasoning); the decide step's components (reasoning, premature, settlement) are checked one by one.
+    reasoning); each decide step's components are checked one by one, each return against 2 × grade.
     """
+    weight = GraderFactory.create(tier).weights["decision_correct"]
     for scenario in load_gold(tier):
         outcomes = list(every_subset(scenario, ("none", "read")))
-        assert extremes(outcomes, str(scenario.label)) == (pytest.approx(1.0), pytest.approx(0.0)), scenario.id
+        right, wrong = extremes(outcomes, str(scenario.label))
+        assert (right, wrong) == (pytest.approx(GRADE_SCALE * weight), pytest.approx(0.0, abs=1e-9)), scenario.id
         seen = check_ranked_as_graded(outcomes, scenario)
         assert seen["evidence"] == 2 ** (len(scenario.claims) + len(scenario.sources))
         assert seen["reasoned"] and seen["reasoned_premature"] and seen["reasoned_partial"], (scenario.id, seen)
+        assert seen["reasoned_inefficient"], (scenario.id, seen)
 
 
 def test_default_ordering_holds_on_generated_scenarios() -> None:
@@ -230,22 +361,30 @@ def test_default_ordering_holds_on_generated_scenarios() -> None:
     totals: dict[str, int] = defaultdict(int)
     for scenario in generated_scenarios(2):
         outcomes = list(every_count(scenario, ("none", "read")))
+        weight = GraderFactory.create(scenario.difficulty).weights["decision_correct"]
         right, wrong = extremes(outcomes, str(scenario.label))
-        assert (right, wrong) == (pytest.approx(1.0), pytest.approx(0.0)), scenario.id
+        assert (right, wrong) == (pytest.approx(GRADE_SCALE * weight), pytest.approx(0.0, abs=1e-9)), scenario.id
         for key, count in check_ranked_as_graded(outcomes, scenario).items():
             totals[key] += count
     assert totals["reasoned"] and totals["reasoned_premature"] and totals["reasoned_partial"], totals
+    assert totals["capped"], totals  # some generated scenarios have ten ids or more: the cap binds
 
 
-def test_returns_depend_on_counts_not_on_which_ids_or_their_order() -> None:
-    scenario = find_gold("hard_003")
-    totals = set()
-    for order in itertools.permutations([s.id for s in scenario.sources], 4):
-        env = start(scenario)
-        rewards = [env.step(action(i)).reward for i in ("claim_2", *order)]
-        rewards.append(env.step({"type": "decide", "decision": "flag"}).reward)
-        totals.add(round(sum(rewards), 9))
-    assert len(totals) == 1
+def test_reading_rewards_depend_on_counts_not_on_which_ids_or_their_order() -> None:
+    """Under either preset the reading steps pay the same, step for step, whichever sources in whichever
+    order; under reference so does the whole episode, and under default a wrong decision returns 0."""
+    scenario = find_gold("hard_003")  # label remove
+    for preset in ("default", "reference"):
+        paid, totals = set(), set()
+        for order in itertools.permutations([s.id for s in scenario.sources], 4):
+            env = start(scenario, reward_preset=preset)
+            rewards = tuple(env.step(action(i)).reward for i in ("claim_2", *order))
+            paid.add(rewards)
+            env.step({"type": "decide", "decision": "flag"})
+            totals.add(round(env.state().total_reward, 9))
+        assert len(paid) == 1 and len(totals) == 1, preset
+        if preset == "default":
+            assert paid == {(0.01, 0.01, 0.01, 0.015, 0.01)} and totals == {0.0}
 
 
 def test_reference_preset_shows_the_measured_exploit() -> None:
@@ -258,19 +397,49 @@ def test_reference_preset_shows_the_measured_exploit() -> None:
     assert len(exploited) == len(load_gold("hard"))
 
 
+# ---------------------------------------------------------------- configuration
+
+
 def test_presets_load_from_a_yaml_path_and_bad_files_name_the_problem(tmp_path: Path) -> None:
     text = Path(rw.__file__).with_name("data").joinpath("rewards", "default.yaml").read_text()
     good = tmp_path / "mine.yaml"
-    good.write_text(text.replace("correct_decision: 1.00", "correct_decision: 2.00"))
-    assert rw.load_reward_config(good).correct_decision == 2.0
+    good.write_text(text.replace("redundant_action: -0.05", "redundant_action: -0.20"))
+    assert rw.load_reward_config(good).redundant_action == -0.2
     env = integrity_gym.make(TASK["easy"], reward_preset=str(good))
-    assert env.reward_config.correct_decision == 2.0
+    assert env.reward_config.redundant_action == -0.2
+    env.reset(seed=0)
+    first = env.observation().claims[0].id
+    env.step(action(first))
+    assert env.step(action(first)).info["reward_breakdown"] == {"redundant_action": -0.2}
     bad = tmp_path / "bad.yaml"
-    bad.write_text(text.replace("premature_decision: -0.30", "premature_decision: 0.30"))
-    with pytest.raises(ValueError, match="premature_decision"):
+    bad.write_text(text.replace("redundant_action: -0.05", "redundant_action: 0.05"))
+    with pytest.raises(ValueError, match="redundant_action"):
         rw.load_reward_config(bad)
     with pytest.raises(ValueError, match="reward_preset"):
         rw.load_reward_config("no-such-preset")
+
+
+@pytest.mark.parametrize("key", ["reasoning", "grade_aligned", "inefficency", "bonus"])
+def test_a_reward_file_with_an_unknown_key_is_refused_naming_it(tmp_path: Path, key: str) -> None:
+    """Including the keys of the removed intermediate design: a stale file fails loudly, not silently."""
+    text = Path(rw.__file__).with_name("data").joinpath("rewards", "default.yaml").read_text()
+    path = tmp_path / "extra.yaml"
+    path.write_text(f"{text}\n{key}: 1.0\n")
+    with pytest.raises(ValueError, match=rf"\b{key}\b"):
+        rw.load_reward_config(path)
+    with pytest.raises(ValueError, match=rf"\b{key}\b"):
+        integrity_gym.make(TASK["easy"], reward_preset=str(path))
+
+
+@pytest.mark.parametrize("scale", ["0", "0.0", "-1.0", "-2"])
+def test_a_grade_scale_that_is_not_positive_is_refused(tmp_path: Path, scale: str) -> None:
+    text = Path(rw.__file__).with_name("data").joinpath("rewards", "default.yaml").read_text()
+    path = tmp_path / "scale.yaml"
+    path.write_text(text.replace("grade_scale: 2.0", f"grade_scale: {scale}"))
+    with pytest.raises(ValueError, match="grade_scale"):
+        rw.load_reward_config(path)
+    path.write_text(text.replace("grade_scale: 2.0", "grade_scale: 0.001"))
+    assert rw.load_reward_config(path).grade_scale == 0.001
 
 
 @pytest.mark.parametrize("preset", ["default", "reference"])
@@ -296,8 +465,6 @@ def test_every_step_breakdown_sums_to_its_reward_and_totals_stay_in_the_clip(pre
 def test_exploration_rewards_do_not_depend_on_hidden_facts() -> None:
     """Altering everything unseen (stances, verdicts, the label) leaves verify/check rewards unchanged."""
     import random
-
-    from integrity_gym.envs.information_integrity.env import InformationIntegrityEnv
 
     for preset in ("default", "reference"):
         for seed in range(6):
@@ -329,17 +496,14 @@ def test_each_exploration_kind_pays_its_own_component() -> None:
         config, kind="check_source", sources_checked_after=3, exploration_paid=0.095, step_number=4, efficient=9
     )
     assert capped == {"check_source": 0.005, "multi_source_bonus": 0.0}
-    # The default's own values: a verify and a check each pay 0.01; every step after the first costs 0.02.
+    # The default's own values: a verify and a check each pay 0.01, and no step is charged for being late.
     default = rw.load_reward_config("default")
     assert rw.step_breakdown(default, kind="verify_claim", step_number=1, efficient=1) == {"verify_claim": 0.01}
-    assert rw.step_breakdown(default, kind="check_source", step_number=2, efficient=1) == {
-        "check_source": 0.01,
-        "inefficiency": -0.02,
-    }
+    assert rw.step_breakdown(default, kind="check_source", step_number=20, efficient=1) == {"check_source": 0.01}
 
 
 def test_bad_decide_steps_and_preset_paths_are_named() -> None:
-    config = rw.load_reward_config("default")
+    config = rw.load_reward_config("reference")
     with pytest.raises(ValueError, match="a decide step needs decision and label"):
         rw.step_breakdown(config, kind="decide", step_number=1, efficient=9, decision="allow")
     with pytest.raises(ValueError, match=re.escape("'no/such/file.yaml' is neither a preset")):
@@ -369,48 +533,42 @@ def test_single_components_keep_their_names() -> None:
     config = rw.load_reward_config("default")
     invalid = rw.step_breakdown(config, kind="invalid", step_number=5, efficient=1)
     assert invalid == {"invalid_action": -WASTED_STEP}  # and no inefficiency on top
-    # A decide step is not premature unless the environment says so; a right one carries its reasoning.
-    plain = rw.step_breakdown(config, kind="decide", step_number=1, efficient=9, decision="flag", label="flag")
-    assert plain == {"decision_correct": 1.0, "reasoning": 0.0}
+    repeat = rw.step_breakdown(config, kind="check_source", repeated=True, step_number=5, efficient=1)
+    assert repeat == {"redundant_action": -WASTED_STEP}
 
-    def decide(decision: Decision, **kw: object) -> dict[str, float]:
+    def decide(terms: dict[str, float] | None, decision: Decision = "flag", **kw: Any) -> dict[str, float]:
         return rw.step_breakdown(
-            config, kind="decide", step_number=1, efficient=9, decision=decision, label="flag", **kw
-        )
+            config, kind="decide", step_number=30, efficient=1, decision=decision, label="flag",
+            grade_terms=terms, **kw,
+        )  # fmt: skip
 
-    assert decide("flag", reasoning=0.6) == {"decision_correct": 1.0, "reasoning": 0.6}
-    # A wrong decision earns no reasoning, however good; one tier off and over-aggression pay 0.
-    assert decide("allow", reasoning=1.0) == {"decision_partial": 0.0}
-    assert decide("remove", reasoning=1.0) == {"decision_partial": 0.0, "over_aggression": 0.0}
-    # grade_aligned: the premature penalty only with a right decision reasoned to MIN_REASONING.
-    assert decide("flag", premature=True, reasoning=0.6, reasoned=True) == {
-        "decision_correct": 1.0, "reasoning": 0.6, "premature_decision": -0.3,
-    }  # fmt: skip
-    assert decide("flag", premature=True, reasoning=0.4, reasoned=False) == {"decision_correct": 1.0, "reasoning": 0.4}
-    assert decide("allow", premature=True, reasoning=0.6, reasoned=True) == {"decision_partial": 0.0}
-    # The reference charges it whatever the reasoning, and pays no reasoning.
+    # Each of the grade's terms, × grade_scale, under its component name; distinct values so a swap shows.
+    full = {"decision_correct": 0.3, "evidence_breadth": 0.2, "reasoning_depth": 0.15, "efficiency": 0.05}
+    paid = {"decision_correct": 0.6, "evidence": 0.4, "reasoning": 0.3, "efficiency": 0.1}
+    assert decide(full) == pytest.approx(paid)
+    # Only the terms given: an unreasoned right decision's grade has decision and reasoning only.
+    assert decide({"decision_correct": 0.3, "reasoning_depth": 0.0}) == {"decision_correct": 0.6, "reasoning": 0.0}
+    # Nothing for a wrong decision (no terms), a premature one is not charged, a late one neither,
+    # and no partial credit or over-aggression component: the grade has none.
+    assert decide({}, "remove") == {} and decide({}, "allow") == {}
+    assert decide(full, premature=True) == decide(full)
+    # The reference charges the premature penalty whatever the reasoning, and pays fixed amounts.
     reference = rw.load_reward_config("reference")
     late = rw.step_breakdown(
         reference, kind="decide", step_number=1, efficient=9, decision="flag", label="flag",
-        premature=True, reasoning=0.4, reasoned=False,
+        premature=True, grade_terms=full,
     )  # fmt: skip
     assert late == {"decision_correct": 1.0, "premature_decision": -0.5}
     with pytest.raises(ValueError, match=r"^a decide step needs decision and label$"):
-        rw.step_breakdown(config, kind="decide", step_number=1, efficient=9, label="allow")
+        rw.step_breakdown(reference, kind="decide", step_number=1, efficient=9, label="allow")
 
 
-def test_settle_gives_back_exploration_and_inefficiency_unless_the_grade_counts_them() -> None:
+def test_settle_takes_back_the_exploration_paid_under_grade_scale_only() -> None:
     default, reference = rw.load_reward_config("default"), rw.load_reward_config("reference")
-    assert rw.settle(default, exploration_paid=0.045, inefficiency_paid=-0.08, counted=False) == {
-        "exploration_refund": -0.045,
-        "inefficiency_refund": 0.08,
-    }
-    assert rw.settle(default, exploration_paid=0.045, inefficiency_paid=-0.08, counted=True) == {}
-    assert rw.settle(default, exploration_paid=0.0, inefficiency_paid=0.0, counted=False) == {}
-    assert rw.settle(default, exploration_paid=0.0, inefficiency_paid=-0.02, counted=False) == {
-        "inefficiency_refund": 0.02
-    }
-    assert rw.settle(reference, exploration_paid=0.6, inefficiency_paid=-0.1, counted=False) == {}
+    assert rw.settle(default, exploration_paid=0.045) == {"exploration_refund": -0.045}
+    assert rw.settle(default, exploration_paid=0.1) == {"exploration_refund": -0.1}
+    assert rw.settle(default, exploration_paid=0.0) == {}
+    assert rw.settle(reference, exploration_paid=0.6) == {}
 
 
 def test_the_clip_component_is_what_the_clip_cut_and_rounding_is_no_clip() -> None:
@@ -445,7 +603,9 @@ def test_reasoned_beats_unreasoned_beats_wrong_for_every_evidence_strategy(tier:
                 leaf = copy.deepcopy(env)
                 text = read_gold_text(scenario, reads) if how == "read" else REASONINGS[how](scenario, decision)
                 leaf.step({"type": "decide", "decision": decision, "reasoning": text})
-                returns[decision, how] = (leaf.state().total_reward, leaf.grade().breakdown["reasoning_depth"])
+                total = leaf.state().total_reward
+                assert total == pytest.approx(GRADE_SCALE * leaf.grade().score, abs=1e-9), (scenario.id, name, how)
+                returns[decision, how] = (total, leaf.grade().breakdown["reasoning_depth"])
             label = scenario.label
             unreasoned = returns[label, "none"][0]  # type: ignore[index]
             best_wrong = max(total for (decision, _), (total, _) in returns.items() if decision != label)
@@ -460,21 +620,31 @@ def test_reasoned_beats_unreasoned_beats_wrong_for_every_evidence_strategy(tier:
 @pytest.mark.parametrize("tier", DIFFICULTIES)
 def test_the_oracle_returns_at_least_what_its_degraded_versions_return(tier: str) -> None:
     """Against the oracle with its reasoning deleted, reading everything first, and deciding at once;
-    where the grades differ, the returns differ the same way."""
+    where the grades differ, the returns differ the same way, by exactly twice as much."""
+    weights = GraderFactory.create(tier).weights
+    strictly = 0
     for scenario in scenarios_of(tier, seeds=10):
         played = {variant: play_oracle(scenario, variant) for variant in ORACLE_VARIANTS}
         best, oracle_env = played["oracle"]
-        assert oracle_env.grade().score == 1.0
+        assert oracle_env.grade().score == 1.0 and best == pytest.approx(GRADE_SCALE, abs=1e-9)
         for variant, (total, env) in played.items():
             assert total <= best + 1e-9, (scenario.id, variant, total, best)
-            if env.grade().score < 1.0 - 1e-9:
+            grade = env.grade().score
+            assert best - total == pytest.approx(GRADE_SCALE * (1.0 - grade), abs=1e-9), (scenario.id, variant)
+            if grade < 1.0 - 1e-9:
                 assert total < best - 1e-9, (scenario.id, variant)
-        # Neither degraded decision is reasoned, so each returns the decision alone: the grade's view.
-        assert played["no_reasoning"][0] == pytest.approx(1.0) and played["at_once"][0] == pytest.approx(1.0)
-        assert best > 1.5
+        # Neither degraded decision is reasoned (none; or citing nothing read), so each returns
+        # twice the decision's weight alone, as graded.
+        for variant in ("no_reasoning", "at_once"):
+            assert played[variant][0] == pytest.approx(GRADE_SCALE * weights["decision_correct"]), variant
+        everything, env = played["reads_everything"]
+        n = len(scenario.claims) + len(scenario.sources)
+        assert env.state().step_count == n + 1 and env.grade().breakdown["reasoning_depth"] == 1.0
+        strictly += everything < best - 1e-9
+    assert strictly, "reading non-decisive items costs efficiency somewhere"
 
 
-# ---------------------------------------------------------------- settlement
+# ---------------------------------------------------------------- wasted steps and the refund
 
 
 def wasteful_episode(scenario: Scenario, k: int, repeats: int, invalids: int) -> list[object]:
@@ -489,48 +659,37 @@ def wasteful_episode(scenario: Scenario, k: int, repeats: int, invalids: int) ->
     return steps
 
 
-def play_steps(env: object, steps: Iterable[object]) -> list[tuple[float, dict[str, float]]]:
-    """Step through ``steps``; each step's (reward, breakdown), the breakdown summing to the reward."""
-    out = []
-    for step in steps:
-        result = env.step(step)  # type: ignore[attr-defined]
-        parts = result.info["reward_breakdown"]
-        assert sum(parts.values()) == pytest.approx(result.reward)
-        out.append((result.reward, parts))
-    return out
-
-
-REFUNDS = ("exploration_refund", "inefficiency_refund")
-
-
 @pytest.mark.parametrize("tier", DIFFICULTIES)
-def test_an_episode_the_grade_does_not_count_returns_its_decision_less_its_wasted_steps(tier: str) -> None:
-    """A wrong decision after reading k items returns minus its wasted steps, exactly: the exploration is
-    taken back and the inefficiency given back on the decide step, and on no earlier one. A right
-    decision without reasoning returns 1 less the same."""
-    cases = 0
+def test_wasted_steps_cost_exactly_a_wasted_step_each_beyond_the_grade(tier: str) -> None:
+    """Reading k items with repeats and rejected actions mixed in, then each decision and reasoning:
+    the return is 2 × grade − 0.05 per wasted step, exactly; the exploration is taken back on the
+    decide step and on no earlier one; a repeat and a rejection each pay −0.05 on their own step."""
+    cases: dict[str, int] = defaultdict(int)
     for scenario in scenarios_of(tier, seeds=3):
         n = len(scenario.claims) + len(scenario.sources)
-        for k, repeats, invalids in ((0, 0, 0), (1, 0, 0), (n, 0, 0), (n, 2, 0), (2, 0, 3), (n, 1, 2)):
-            prefix = wasteful_episode(scenario, k, repeats, invalids) if k or repeats or invalids else []
-            for decision, how in itertools.product(DECISIONS, ("none", "gold")):
-                if decision == scenario.label and how == "gold":
-                    continue  # counted by the grade (when every id is read): not settled
+        for k, repeats, invalids in ((0, 0, 0), (1, 0, 0), (n, 0, 0), (n, 2, 0), (2, 0, 3), (n, 1, 2), (0, 0, 2)):
+            prefix = wasteful_episode(scenario, k, repeats, invalids)
+            ids = [c.id for c in scenario.claims] + [s.id for s in scenario.sources]
+            for decision, how in itertools.product(DECISIONS, ("none", "read", "gold")):
                 env = start(scenario)
-                text = REASONINGS[how](scenario, decision) if decision != scenario.label else None
+                text = read_gold_text(scenario, ids[:k]) if how == "read" else REASONINGS[how](scenario, decision)
                 steps = play_steps(env, [*prefix, {"type": "decide", "decision": decision, "reasoning": text}])
-                wasted = WASTED_STEP * (repeats + invalids)
-                expected = (1.0 if decision == scenario.label else 0.0) - wasted
-                total = sum(reward for reward, _ in steps)
-                assert total == pytest.approx(expected) == env.state().total_reward, (scenario.id, k, decision)
-                assert all(not set(REFUNDS) & set(parts) for _, parts in steps[:-1])
-                last = steps[-1][1]
-                exploration = env.state().exploration_paid
-                assert last.get("exploration_refund", 0.0) == pytest.approx(-exploration)
-                assert last.get("inefficiency_refund", 0.0) == pytest.approx(-env.state().inefficiency_paid)
-                assert (exploration > 0) == (k > 0) and (env.state().inefficiency_paid < 0) == (len(steps) > 1)
-                cases += 1
-    assert cases > 0
+                state = env.state()
+                assert (state.redundant, state.invalid) == (repeats, invalids), (scenario.id, k)
+                total = check_identity(env, steps)
+                assert total == pytest.approx(
+                    GRADE_SCALE * env.grade().score - WASTED_STEP * (repeats + invalids), abs=1e-9
+                )
+                assert (state.exploration_paid > 0) == (k > 0)
+                for _, parts in steps[:-1]:
+                    assert parts in (
+                        {"redundant_action": -WASTED_STEP},
+                        {"invalid_action": -WASTED_STEP},
+                    ) or not {"redundant_action", "invalid_action"} & set(parts)
+                cases["wasted"] += repeats + invalids > 0
+                succeeded = env.grade().success
+                cases["succeeded_and_wasted"] += repeats + invalids > 0 and succeeded
+    assert cases["wasted"] and cases["succeeded_and_wasted"], cases
 
 
 def oracle_actions(scenario: Scenario) -> list[IntegrityAction]:
@@ -546,73 +705,66 @@ def oracle_actions(scenario: Scenario) -> list[IntegrityAction]:
     return actions
 
 
-def test_a_counted_episode_keeps_its_exploration_and_pays_each_step() -> None:
-    """The oracle's episode with its first read repeated: nothing is settled, and the repeat costs
-    WASTED_STEP plus the 0.02 of one more step; a rejected action in the same place costs WASTED_STEP alone."""
+def test_a_repeat_or_a_rejection_in_the_oracles_episode_costs_a_wasted_step_and_its_efficiency() -> None:
+    """The oracle's episode with one wasted step after its first read: that step pays −0.05 alone,
+    and the episode returns 2 × grade − 0.05, where the grade's efficiency counts the extra step."""
     for tier in DIFFICULTIES:
+        w_efficiency = GraderFactory.create(tier).weights["efficiency"]
         for scenario in scenarios_of(tier, seeds=2):
             best, _ = play_oracle(scenario, "oracle")
             actions = oracle_actions(scenario)
-            for extra, cost in ((actions[0], WASTED_STEP + 0.02), ("dance", WASTED_STEP)):
+            optimal = len(actions)
+            for extra, component in ((actions[0], "redundant_action"), ("dance", "invalid_action")):
                 env = start(scenario)
                 steps = play_steps(env, [actions[0], extra, *actions[1:]])
-                assert not any(set(REFUNDS) & set(parts) for _, parts in steps), scenario.id
-                assert env.grade().breakdown["reasoning_depth"] == 1.0
-                assert sum(r for r, _ in steps) == pytest.approx(best - cost) == env.state().total_reward
+                assert steps[1] == (-WASTED_STEP, {component: -WASTED_STEP}), scenario.id
+                grade = env.grade()
+                assert grade.breakdown["reasoning_depth"] == 1.0
+                assert grade.breakdown["efficiency"] == pytest.approx(optimal / (optimal + 1))
+                total = check_identity(env, steps)
+                cost = WASTED_STEP + GRADE_SCALE * w_efficiency * (1 - optimal / (optimal + 1))
+                assert total == pytest.approx(best - cost, abs=1e-9) and total < best
 
 
-@pytest.mark.parametrize("waste", ["repeat", "invalid"])
-def test_running_out_of_steps_without_a_decision_settles_on_the_last_step(waste: str) -> None:
-    """Read k items, then waste every step left (repeats, or rejected actions): the step on which the
-    budget runs out, a rejected one included, gives back what was paid and charged for reading."""
+@pytest.mark.parametrize("waste", ["repeat", "invalid", "mixed"])
+def test_running_out_of_steps_without_a_decision_refunds_on_the_last_step(waste: str) -> None:
+    """Read k items, then waste every step left (repeats, rejected actions, or both with a rejected one
+    last): the step on which the budget runs out takes back what reading paid, so the episode returns
+    −0.05 per wasted step and nothing for its reading."""
     for tier in DIFFICULTIES:
         for scenario in scenarios_of(tier, seeds=2):
             ids = [c.id for c in scenario.claims] + [s.id for s in scenario.sources]
             for k in (1, 3, len(ids)):
                 env = start(scenario)
-                filler = action(ids[0]) if waste == "repeat" else {"type": "verify_claim", "claim_id": "claim_99"}
                 steps = play_steps(env, [action(i) for i in ids[:k]])
                 while not env.done:
+                    left = env.max_steps - env.state().step_count
+                    invalid = waste == "invalid" or (waste == "mixed" and left % 2 == 1)
+                    filler = {"type": "verify_claim", "claim_id": "claim_99"} if invalid else action(ids[0])
                     steps += play_steps(env, [filler])
+                state = env.state()
+                assert state.max_steps_reached and state.decision is None
                 wasted = env.max_steps - k
-                assert env.state().max_steps_reached and env.state().decision is None
-                assert sum(r for r, _ in steps) == pytest.approx(-WASTED_STEP * wasted) == env.state().total_reward
-                last = steps[-1][1]
-                assert last["exploration_refund"] == pytest.approx(-env.state().exploration_paid) != 0.0
-                refund = 0.02 * (k - 1 + (wasted if waste == "repeat" else 0))
-                assert last.get("inefficiency_refund", 0.0) == pytest.approx(refund)
-                assert not any(set(REFUNDS) & set(parts) for _, parts in steps[:-1])
-                assert env.grade().score == 0.0
+                assert state.redundant + state.invalid == wasted
+                assert check_identity(env, steps) == pytest.approx(-WASTED_STEP * wasted, abs=1e-9)
+                last_component = "redundant_action" if waste == "repeat" else "invalid_action"
+                assert steps[-1][1] == pytest.approx(
+                    {last_component: -WASTED_STEP, "exploration_refund": -state.exploration_paid}
+                )
+                assert state.exploration_paid > 0 and env.grade().score == 0.0
 
 
-def test_the_return_is_the_sum_of_every_steps_components_and_moves_through_state() -> None:
-    """Per step the components sum to the reward; over the episode they sum to the return; and the
-    inefficiency charged so far travels in the state, so a restored episode settles the same."""
-    from integrity_gym.agents import make_agent
-
-    for tier in DIFFICULTIES:
-        task = latest_task_id("information_integrity", tier)
-        env = integrity_gym.make(task)
-        for agent_name in ("oracle", "heuristic", "random", "noop"):
-            for seed in range(5):
-                agent = make_agent(agent_name, env, seed=seed)
-                obs = env.reset(seed=seed)
-                components = 0.0
-                while not env.done:
-                    result = env.step(agent.act(obs))
-                    obs = result.observation
-                    assert sum(result.info["reward_breakdown"].values()) == pytest.approx(result.reward)
-                    components += sum(result.info["reward_breakdown"].values())
-                assert components == pytest.approx(env.state().total_reward), (task, agent_name, seed)
-    scenario = find_gold("hard_003")
+def test_exploration_paid_travels_in_the_state_so_a_restored_episode_refunds_the_same() -> None:
+    scenario = find_gold("hard_003")  # label remove
     env = start(scenario)
-    play_steps(env, [action("claim_1"), action("src_2"), action("src_3")])
-    assert env.state().inefficiency_paid == pytest.approx(-0.04)
+    play_steps(env, [action("claim_1"), action("src_2"), action("src_3"), action("src_4")])
+    assert env.state().exploration_paid == pytest.approx(0.045)
     twin = start(scenario)
     twin.load_state(env.state().model_dump(mode="json"))
     for e in (env, twin):
-        e.step({"type": "decide", "decision": "allow"})  # wrong: settled to 0
-        assert e.state().total_reward == pytest.approx(0.0)
+        result = e.step({"type": "decide", "decision": "allow"})  # wrong: the grade is 0
+        assert result.info["reward_breakdown"] == pytest.approx({"exploration_refund": -0.045})
+        assert e.state().total_reward == pytest.approx(0.0, abs=1e-9)
 
 
 def test_an_invalid_action_costs_exactly_a_wasted_step_and_changes_nothing_else() -> None:
@@ -647,4 +799,30 @@ def test_an_invalid_action_costs_exactly_a_wasted_step_and_changes_nothing_else(
             changed = {k for k in state_after if state_after[k] != state_before[k]}
             assert changed == {"step_count", "history", "invalid", "total_reward"}, (bad, changed)
             assert state_after["total_reward"] == pytest.approx(state_before["total_reward"] - WASTED_STEP)
-            assert state_after["inefficiency_paid"] == state_before["inefficiency_paid"]
+
+
+def test_a_redundant_check_costs_exactly_a_wasted_step_and_changes_nothing_else() -> None:
+    """Re-reading any id already read: the reward is -WASTED_STEP under the one component
+    redundant_action, and only the step count, history, redundant count and total move."""
+    moving_obs = {"step_count", "steps_left", "interaction_history", "status_flags"}
+    for scenario in (find_gold("hard_003"), find_gold("easy_001"), generate("medium", 4, "eval")):
+        ids = [c.id for c in scenario.claims] + [s.id for s in scenario.sources]
+        env = start(scenario)
+        play_steps(env, [action(i) for i in ids])
+        for item in ids[: env.max_steps - len(ids) - 1]:  # never the budget's last step, which refunds
+            obs_before, state_before = env.observation().model_dump(), env.state().model_dump()
+            result = env.step(action(item))
+            assert result.info["error"] is None
+            assert (result.reward, result.info["reward_breakdown"]) == (
+                -WASTED_STEP,
+                {"redundant_action": -WASTED_STEP},
+            ), item
+            obs_after, state_after = result.observation.model_dump(), env.state().model_dump()
+            assert {k: v for k, v in obs_after.items() if k not in moving_obs} == {
+                k: v for k, v in obs_before.items() if k not in moving_obs
+            }
+            flags_before, flags_after = obs_before["status_flags"], obs_after["status_flags"]
+            assert flags_after == {**flags_before, "redundant_actions": flags_before["redundant_actions"] + 1}
+            changed = {k for k in state_after if state_after[k] != state_before[k]}
+            assert changed == {"step_count", "history", "redundant", "total_reward"}, (item, changed)
+            assert state_after["total_reward"] == pytest.approx(state_before["total_reward"] - WASTED_STEP)

@@ -181,7 +181,6 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
         self._redundant = 0
         self._invalid = 0
         self._exploration_paid = 0.0
-        self._inefficiency_paid = 0.0
         self._total = 0.0
         self._step_count = 0
 
@@ -229,7 +228,6 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
             outcome = f"decided {action.decision}" + (" before sufficient evidence" if self._premature else "")
         if repeated:
             self._redundant += 1
-        score = self._reasoning_score() if action.type == "decide" else 0.0
         parts = rw.step_breakdown(
             self.reward_config,
             kind=action.type,
@@ -241,29 +239,21 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
             decision=action.decision,
             label=self.scenario.label,
             premature=self._premature,
-            reasoning=score,
-            reasoned=score >= self._grader().min_reasoning,
+            grade_terms=self._grader().terms(self._record(steps=number)) if action.type == "decide" else None,
         )
-        counted = action.decision == self.scenario.label and score >= self._grader().min_reasoning
-        self._settle(parts, counted=counted, ends=action.type == "decide")
+        self._settle(parts, ends=action.type == "decide")
         return self._advance(str(action), outcome, parts, None, action.reasoning)
 
-    def _settle(self, parts: dict[str, float], *, counted: bool, ends: bool) -> None:
-        """Account the step's exploration and inefficiency; on the episode's last step, settle them with the grade."""
+    def _settle(self, parts: dict[str, float], *, ends: bool) -> None:
+        """Account the step's exploration; on the episode's last step, take it back (``rw.settle``)."""
         self._exploration_paid += rw.exploration_of(parts)
-        self._inefficiency_paid += parts.get("inefficiency", 0.0)
         if ends or self._step_count + 1 >= self.max_steps:
-            parts |= rw.settle(
-                self.reward_config,
-                exploration_paid=self._exploration_paid,
-                inefficiency_paid=self._inefficiency_paid,
-                counted=counted,
-            )
+            parts |= rw.settle(self.reward_config, exploration_paid=self._exploration_paid)
 
     def _reject(self, raw: Any, message: str) -> StepResult[IntegrityObservation]:
         self._invalid += 1
         parts = rw.step_breakdown(self.reward_config, kind="invalid", step_number=self._step_count + 1, efficient=0)
-        self._settle(parts, counted=False, ends=False)
+        self._settle(parts, ends=False)
         shown = str(raw) if isinstance(raw, IntegrityAction) else "invalid action"
         return self._advance(shown, f"rejected: {message}", parts, message, None)
 
@@ -373,7 +363,6 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
             redundant=self._redundant,
             invalid=self._invalid,
             exploration_paid=self._exploration_paid,
-            inefficiency_paid=self._inefficiency_paid,
             total_reward=self._total,
             max_steps_reached=self._decision is None and self._step_count >= self.max_steps,
         )
@@ -393,18 +382,18 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
         self._redundant = state.redundant
         self._invalid = state.invalid
         self._exploration_paid = state.exploration_paid
-        self._inefficiency_paid = state.inefficiency_paid
         self._total = state.total_reward
         self._step_count = state.step_count
 
-    def _record(self) -> EpisodeRecord:
+    def _record(self, steps: int | None = None) -> EpisodeRecord:
+        """The episode so far; ``steps`` overrides the step count (the decide step, before it is counted)."""
         return EpisodeRecord(
             scenario=self.scenario,
             verified=tuple(self._verified),
             checked=tuple(self._checked),
             decision=self._decision,
             reasoning=self._reasoning,
-            steps=self._step_count,
+            steps=self._step_count if steps is None else steps,
             premature=self._premature,
             threshold=self.spec.success_threshold,
             reasoning_char_cap=self.config.reasoning_char_cap,
@@ -416,10 +405,6 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
 
     def _grade(self) -> Grade:
         return self._grader().grade(self._record())
-
-    def _reasoning_score(self) -> float:
-        """The decision's reasoning as the grade will score it (the decide step pays for it)."""
-        return self._grader().dimensions(self._record())["reasoning_depth"]
 
     # ------------------------------------------------------------------ agent hooks
     @classmethod

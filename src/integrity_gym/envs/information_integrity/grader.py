@@ -99,13 +99,21 @@ class Grader:
         (score at or above the threshold) always has a right decision and reasons.
         """
         dims = self.dimensions(record)
+        weighted = round(sum(self.terms(record, dims).values()), 10)
+        score = min(1.0, max(0.0, weighted))
+        breakdown = {**dims, "premature": 1.0 if record.premature else 0.0}
+        return Grade(score=score, success=score >= record.threshold, threshold=record.threshold, breakdown=breakdown)
+
+    def terms(self, record: EpisodeRecord, dims: dict[str, float] | None = None) -> dict[str, float]:
+        """The weighted dimensions the score adds up: none for a wrong decision; decision and reasoning
+        only when the reasoning is below ``min_reasoning``; all four otherwise."""
+        dims = self.dimensions(record) if dims is None else dims
+        if dims["decision_correct"] != 1.0:
+            return {}
         counted = self.weights
         if dims["reasoning_depth"] < self.min_reasoning:
             counted = {k: self.weights[k] for k in ("decision_correct", "reasoning_depth")}
-        weighted = round(sum(w * dims[k] for k, w in counted.items()), 10)
-        score = min(1.0, max(0.0, weighted)) if dims["decision_correct"] == 1.0 else 0.0
-        breakdown = {**dims, "premature": 1.0 if record.premature else 0.0}
-        return Grade(score=score, success=score >= record.threshold, threshold=record.threshold, breakdown=breakdown)
+        return {k: w * dims[k] for k, w in counted.items()}
 
     def ceiling_without_reasons(self) -> float:
         """The highest score a right decision earns with reasoning below ``min_reasoning`` (just under it)."""

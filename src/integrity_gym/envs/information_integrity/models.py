@@ -225,6 +225,5 @@ class IntegrityState(State):
     redundant: int = Field(ge=0, description="Repeated verify/check actions.")
     invalid: int = Field(ge=0, description="Rejected actions.")
     exploration_paid: float = Field(description="Exploration reward paid so far (before clipping).")
-    inefficiency_paid: float = Field(0.0, le=0, description="Inefficiency charged so far (before clipping).")
     total_reward: float = Field(description="Sum of step rewards so far (clipped running total).")
     max_steps_reached: bool = Field(description="The step budget ran out.")

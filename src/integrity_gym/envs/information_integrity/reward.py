@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from importlib import resources
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -19,7 +20,18 @@ from integrity_gym.core.env import validate_config
 from integrity_gym.envs.information_integrity.models import DECISIONS, Decision
 
 StepKind = Literal["verify_claim", "check_source", "decide", "invalid"]
+#: Under ``grade_scale``, the component that pays each of the grade's dimensions.
+GRADE_COMPONENTS: dict[str, str] = {
+    "decision_correct": "decision_correct",
+    "reasoning_depth": "reasoning",
+    "evidence_breadth": "evidence",
+    "efficiency": "efficiency",
+}
 PRESETS: tuple[str, ...] = ("default", "reference")
+
+
+#: The fixed decision table of the reference design, which ``grade_scale`` replaces.
+_FIXED_DECISION_TABLE = ("correct_decision", "partial_decision", "premature_decision", "inefficiency", "over_aggression")
 
 
 class RewardConfig(BaseModel):
@@ -33,25 +45,24 @@ class RewardConfig(BaseModel):
     multi_source_bonus: float = Field(ge=0, description="Once, when multi_source_min unique sources are checked.")
     multi_source_min: int = Field(ge=1, description="Unique sources that earn the bonus.")
     exploration_cap: float | None = Field(ge=0, description="Cap on the sum of the three rewards above; null = none.")
-    correct_decision: float = Field(ge=0, description="Decision equals the label.")
-    partial_decision: float = Field(ge=0, description="Decision one tier from the label.")
-    reasoning: float = Field(
-        0.0, ge=0, description="Paid × the reasoning's grade (as the grader scores it) with a right decision."
+    grade_scale: float | None = Field(
+        None,
+        gt=0,
+        description="Set: the decide step pays grade_scale × each weighted term of the grade (decision_correct, "
+        "reasoning, evidence, efficiency; nothing for a wrong decision), the exploration rewards are shaping "
+        "that the episode's last step takes back (exploration_refund), and correct_decision, partial_decision, "
+        "premature_decision, inefficiency and over_aggression are not used, so the return is exactly "
+        "grade_scale × grade less the wasted steps. Null: the reference table's fixed amounts.",
     )
-    premature_decision: float = Field(le=0, description="Deciding before the minimum evidence.")
-    grade_aligned: bool = Field(
-        False,
-        description="Keep the exploration rewards, and charge premature_decision, only when the decision is "
-        "right with reasoning worth the grader's min_reasoning, the one case in which the grade counts evidence "
-        "and efficiency; otherwise the episode's last step takes the exploration back and gives the inefficiency "
-        "charges back (exploration_refund, inefficiency_refund).",
-    )
+    correct_decision: float = Field(0.0, ge=0, description="Decision equals the label (grade_scale null).")
+    partial_decision: float = Field(0.0, ge=0, description="Decision one tier from the label (grade_scale null).")
+    premature_decision: float = Field(0.0, le=0, description="Deciding before the minimum evidence (grade_scale null).")
     redundant_action: float = Field(le=0, description="Verifying or checking the same id again.")
-    inefficiency: float = Field(le=0, description="Per step beyond efficient_step_threshold.")
+    inefficiency: float = Field(0.0, le=0, description="Per step beyond efficient_step_threshold (grade_scale null).")
     efficient_step_threshold: int | None = Field(
-        ge=1, description="Steps allowed before the inefficiency penalty; null = claims + sources + 1."
+        None, ge=1, description="Steps allowed before the inefficiency penalty; null = claims + sources + 1."
     )
-    over_aggression: float = Field(le=0, description="remove when the label is allow or flag.")
+    over_aggression: float = Field(0.0, le=0, description="remove when the label is allow or flag (grade_scale null).")
     invalid_action: float = Field(le=0, description="A rejected action (malformed or unknown id).")
     clip_min: float = Field(description="Lower clip of the episode total.")
     clip_max: float = Field(description="Upper clip of the episode total.")
@@ -60,6 +71,13 @@ class RewardConfig(BaseModel):
     def _check_clip(self) -> RewardConfig:
         if self.clip_min >= self.clip_max:
             raise ValueError(f"clip_min ({self.clip_min}) must be below clip_max ({self.clip_max})")
+        if self.grade_scale is not None:
+            unused = [k for k in _FIXED_DECISION_TABLE if getattr(self, k) != 0]
+            if unused:
+                raise ValueError(
+                    f"{', '.join(unused)}: not used with grade_scale (the decide step pays the grade's own terms); "
+                    "remove them, or set grade_scale to null for the fixed table"
+                )
         return self
 
 
@@ -116,15 +134,14 @@ def step_breakdown(
     decision: Decision | None = None,
     label: Decision | None = None,
     premature: bool = False,
-    reasoning: float = 0.0,
-    reasoned: bool = True,
+    grade_terms: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """Reward components of one step, before the episode clip.
 
     ``step_number`` is 1-based; ``exploration_paid`` is what verify/check/bonus rewards paid before
     this step (for the cap); ``sources_checked_after`` counts unique sources after this step;
-    ``reasoning`` is the decision's reasoning score in [0, 1] (``reasoning.grade_reasoning``) and
-    ``reasoned`` whether it reaches the grader's ``min_reasoning``.
+    ``grade_terms`` are the weighted terms the grade will count for this decision
+    (``Grader.terms``), paid × ``grade_scale`` when it is set.
     """
     if kind == "invalid":
         return {"invalid_action": config.invalid_action}
@@ -141,39 +158,32 @@ def step_breakdown(
                 paid = max(0.0, min(value, room))
                 room -= paid
                 out[name] = _round(paid)
+    elif config.grade_scale is not None:
+        if grade_terms is None:
+            raise ValueError("a decide step under grade_scale needs the grade's terms (Grader.terms)")
+        out.update({GRADE_COMPONENTS[k]: _round(config.grade_scale * v) for k, v in grade_terms.items()})
+        return out
     else:
         if decision is None or label is None:
             raise ValueError("a decide step needs decision and label")
         out.update(decision_reward(config, decision, label))
-        if decision == label and config.reasoning:
-            out["reasoning"] = _round(config.reasoning * reasoning)
-        if premature and (not config.grade_aligned or (decision == label and reasoned)):
+        if premature:
             out["premature_decision"] = config.premature_decision
-    if step_number > efficient:
+    if config.grade_scale is None and step_number > efficient:
         out["inefficiency"] = config.inefficiency
     return out
 
 
-def settle(
-    config: RewardConfig, *, exploration_paid: float, inefficiency_paid: float, counted: bool
-) -> dict[str, float]:
-    """Components of the episode's last step under ``grade_aligned``: take back what the grade will not count.
+def settle(config: RewardConfig, *, exploration_paid: float) -> dict[str, float]:
+    """Component of the episode's last step under ``grade_scale``: the exploration rewards taken back.
 
-    ``counted`` is true when the episode ends with a right decision reasoned well enough for the
-    grade to count evidence and efficiency. Otherwise the exploration rewards
-    (``exploration_paid``: verify/check/bonus, this step included) are taken back
-    (``exploration_refund``) and the inefficiency charges (``inefficiency_paid``, negative) given
-    back (``inefficiency_refund``): such an episode returns what its decision and reasoning earned,
-    less its wasted steps, as its grade counts only those.
+    Exploration is shaping there: it credits reading as it happens and sums to zero over the
+    episode, so the return is the grade's own terms (× ``grade_scale``) less the wasted steps.
+    ``exploration_paid`` is everything verify/check/bonus paid, this step included.
     """
-    if not config.grade_aligned or counted:
+    if config.grade_scale is None or exploration_paid <= 0:
         return {}
-    out = {}
-    if exploration_paid > 0:
-        out["exploration_refund"] = _round(-exploration_paid)
-    if inefficiency_paid < 0:
-        out["inefficiency_refund"] = _round(-inefficiency_paid)
-    return out
+    return {"exploration_refund": _round(-exploration_paid)}
 
 
 def exploration_of(breakdown: dict[str, float]) -> float:

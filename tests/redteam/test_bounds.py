@@ -1,0 +1,42 @@
+"""Every task's committed floor and ceiling are what the published sample measures, and its threshold follows."""
+
+from __future__ import annotations
+
+import pytest
+
+import integrity_gym
+from integrity_gym.agents.redteam.bounds import measure_bounds
+from integrity_gym.core.registry import THRESHOLD_SHARE, TaskSpec, threshold_between
+
+TASKS = integrity_gym.list_tasks()
+
+
+@pytest.mark.parametrize("spec", TASKS, ids=[s.id for s in TASKS])
+def test_committed_bounds_are_measured_and_the_threshold_follows(spec: TaskSpec) -> None:
+    bounds = measure_bounds(spec)
+    assert (spec.floor, spec.ceiling) == (bounds.floor, bounds.ceiling), bounds
+    assert spec.success_threshold == threshold_between(bounds.floor, bounds.ceiling)
+    assert bounds.floor < spec.success_threshold <= bounds.ceiling  # reachable, and above doing nothing
+
+
+def test_the_rule_is_two_thirds_of_the_gap_to_two_decimals() -> None:
+    assert THRESHOLD_SHARE == pytest.approx(2 / 3)
+    assert threshold_between(0.25, 1.0) == 0.75
+    assert threshold_between(0.835, 0.858) == 0.85
+    assert threshold_between(0.0, 0.5) == 0.33
+
+
+def test_a_threshold_off_the_rule_is_refused() -> None:
+    spec = TASKS[0]
+    with pytest.raises(ValueError, match="threshold_between"):
+        TaskSpec.model_validate({**spec.model_dump(exclude={"id"}), "success_threshold": 0.9})
+    with pytest.raises(ValueError, match="threshold_between"):
+        TaskSpec.model_validate({**spec.model_dump(exclude={"id"}), "floor": 0.9, "ceiling": 0.5})
+    # A third-party task that states no bounds keeps its own threshold.
+    TaskSpec.model_validate({**spec.model_dump(exclude={"id"}), "floor": None, "ceiling": None, "success_threshold": 0.9})
+
+
+@pytest.mark.parametrize("env", ["pii_redaction", "information_integrity"])
+def test_per_episode_success_where_episodes_are_judged(env: str) -> None:
+    assert all(s.per_episode_success for s in integrity_gym.list_tasks(f"{env}/*"))
+    assert not any(s.per_episode_success for s in integrity_gym.list_tasks("selective_verification/*"))
