@@ -20,7 +20,7 @@ def test_committed_bounds_are_measured_and_the_threshold_follows(spec: TaskSpec)
 
 
 def test_the_rule_is_two_thirds_of_the_gap_to_two_decimals() -> None:
-    assert THRESHOLD_SHARE == pytest.approx(2 / 3)
+    assert pytest.approx(2 / 3) == THRESHOLD_SHARE
     assert threshold_between(0.25, 1.0) == 0.75
     assert threshold_between(0.835, 0.858) == 0.85
     assert threshold_between(0.0, 0.5) == 0.33
@@ -33,7 +33,8 @@ def test_a_threshold_off_the_rule_is_refused() -> None:
     with pytest.raises(ValueError, match="threshold_between"):
         TaskSpec.model_validate({**spec.model_dump(exclude={"id"}), "floor": 0.9, "ceiling": 0.5})
     # A third-party task that states no bounds keeps its own threshold.
-    TaskSpec.model_validate({**spec.model_dump(exclude={"id"}), "floor": None, "ceiling": None, "success_threshold": 0.9})
+    free = {**spec.model_dump(exclude={"id"}), "floor": None, "ceiling": None, "success_threshold": 0.9}
+    assert TaskSpec.model_validate(free).success_threshold == 0.9
 
 
 @pytest.mark.parametrize("env", ["pii_redaction", "information_integrity"])

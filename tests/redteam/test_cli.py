@@ -18,8 +18,14 @@ TASK = "information_integrity/easy-v2"
 
 def test_table_and_markdown_name_every_attack(tmp_path: Path) -> None:
     out = tmp_path / "redteam.md"
-    result = CliRunner().invoke(app, ["redteam", "--tasks", TASK, "--episodes", "2", "--markdown", str(out)])
+    result = CliRunner().invoke(
+        app, ["redteam", "--tasks", TASK, "--episodes", "2", "--audit-episodes", "2", "--markdown", str(out)]
+    )
+    assert result.exit_code == 0, result.stdout
     text = out.read_text()
+    # The return-vs-grade audit runs by default and follows the attack table, a row per preset.
+    audit = text.split("## Return vs grade", 1)[1]
+    assert "| task | preset | policies | Spearman |" in audit and f"| `{TASK}` | default |" in audit
     for attack in redteam.attacks_for("information_integrity"):
         if attack.secret_only:  # not played in public mode, and the command says so
             assert f"| {attack.name} |" not in text and "not played" in result.stdout
@@ -45,7 +51,7 @@ class ReplayOracle:
 def test_an_attack_that_scores_fails_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
     cheat = Attack("cheat", "replays the episode", lambda spec, seed: ReplayOracle(spec.id, seed))
     monkeypatch.setattr(redteam, "attacks_for", lambda env: (cheat,))
-    result = CliRunner().invoke(app, ["redteam", "--tasks", TASK, "--episodes", "2"])
+    result = CliRunner().invoke(app, ["redteam", "--tasks", TASK, "--episodes", "2", "--no-audit"])
     assert result.exit_code == 1 and "scored above their bar" in result.stdout
 
 

@@ -58,9 +58,28 @@ def test_data_mode_names_the_mode_without_the_secret(monkeypatch: pytest.MonkeyP
         data_mode()
 
 
+def replay_grades(task_id: str, seeds: tuple[int, ...]) -> list[float]:
+    """The realized grade of each replay episode (not ``run_attack``'s figure, which on selective
+    verification's text task is the expected grade and so would hide a leaked label)."""
+    spec = integrity_gym.get_spec(task_id)
+    grades = []
+    for seed in seeds:
+        env = integrity_gym.make(task_id)
+        agent = REPLAY.build(spec, seed)
+        obs = env.reset(seed=seed)
+        while not env.done:
+            obs = env.step(agent.act(obs)).observation
+        grades.append(env.grade().score)
+        env.close()
+    return grades
+
+
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_the_replay_attack_wins_in_public_mode_only(task_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = integrity_gym.get_spec(task_id)
-    assert run_attack(spec, REPLAY, [3]).mean == pytest.approx(1.0)
+    # Public mode: the rebuilt episode's truth is the played one's, so every episode is sure and right.
+    assert replay_grades(task_id, (3, 17)) == pytest.approx([1.0, 1.0])
     monkeypatch.setenv(EVAL_SECRET_ENV, SECRET)
-    assert run_attack(spec, REPLAY, [3]).mean < spec.success_threshold
+    secret = replay_grades(task_id, (3, 17))
+    assert max(secret) < 1.0 and sum(secret) / len(secret) < spec.success_threshold
+    assert run_attack(spec, REPLAY, [3, 17]).mean < spec.success_threshold

@@ -37,7 +37,9 @@ def test_markdown_and_figure_carry_floor_and_best_attack(tmp_path: Path) -> None
 
 def test_redteam_json_feeds_the_report_command(tmp_path: Path) -> None:
     runner = CliRunner()
-    runner.invoke(app, ["redteam", "--tasks", TASK, "--episodes", "2", "--json", str(tmp_path / "rt.json")])
+    made = runner.invoke(app, ["redteam", "--tasks", TASK, "--episodes", "2", "--no-audit",
+                               "--json", str(tmp_path / "rt.json")])  # fmt: skip
+    assert made.exit_code == 0, made.stdout
     assert {row["task_id"] for row in json.loads((tmp_path / "rt.json").read_text())} == {TASK}
     run_bench(bench=BenchConfig.build(tasks=TASK, agent="heuristic", episodes=2), out_dir=tmp_path / "run")
     result = runner.invoke(app, ["report", str(tmp_path / "run"), "--out", str(tmp_path / "rep"),

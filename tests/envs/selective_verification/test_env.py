@@ -53,7 +53,7 @@ def test_raw_text_is_parsed_and_repair_recorded() -> None:
     assert grade.breakdown["needed_repair"] == 1.0 and grade.breakdown["correct"] == 1.0
     assert grade.score == pytest.approx(0.99)  # the grade is the proper reward
     # No single episode succeeds; the task's threshold is on the mean grade.
-    assert not grade.success and grade.threshold == pytest.approx(0.96)
+    assert not grade.success and grade.threshold == pytest.approx(SPECS["balanced"].success_threshold)
 
 
 def test_malformed_answer_pays_zero_and_ends_the_episode() -> None:

@@ -8,6 +8,7 @@ import pytest
 
 import integrity_gym
 from integrity_gym.agents import make_agent
+from integrity_gym.core.registry import threshold_between
 from integrity_gym.core.types import Grade
 from integrity_gym.envs.selective_verification.env import SelectiveVerificationEnv
 from integrity_gym.envs.selective_verification.grader import INTERVAL_KEYS, blind_policy, grade_answer, skill, summarize
@@ -127,7 +128,8 @@ def test_summary_reports_skill_against_abstaining_and_the_blind_baseline() -> No
     assert s["skill"] == pytest.approx((mean - 0.8) / 0.2)
     assert s["blind_skill"] == pytest.approx((blind - 0.8) / 0.2)
     assert s["skill_over_blind"] == pytest.approx(s["skill"] - s["blind_skill"])  # type: ignore[operator]
-    assert s["threshold_skill"] == pytest.approx(0.8)
+    # The text task's threshold on the mean grade, as a skill over always abstaining (0.8).
+    assert s["threshold_skill"] == pytest.approx((integrity_gym.get_spec(TEXT).success_threshold - 0.8) / 0.2)
     for key in INTERVAL_KEYS:
         low, high, point = s[f"{key}_ci_low"], s[f"{key}_ci_high"], s[key]
         assert low is not None and high is not None and point is not None, key
@@ -154,12 +156,19 @@ def test_always_abstaining_has_zero_skill_and_the_oracle_one() -> None:
 
 
 def test_thresholds_keep_their_skill_under_another_payoff() -> None:
-    # A mean grade of 0.96 under the default payoff is a skill of 0.8 over always abstaining.
-    assert {s.success_threshold for s in integrity_gym.list_tasks("selective_verification/*")} == {0.96}
-    env = integrity_gym.make("selective_verification/popular-v2", abstain_reward=0.9, num_tasks=3)
-    env.reset(seed=0)
-    env.step({"verdict": "ABSTAIN"})
-    assert env.grade().threshold == pytest.approx(0.9 + 0.8 * 0.1)
+    # Each spec states its threshold under the default payoff (0.8), by the published rule; under
+    # another payoff the threshold moves so that its skill over always abstaining stays the same.
+    specs = integrity_gym.list_tasks("selective_verification/*")
+    assert len(specs) == 6
+    for spec in specs:
+        assert spec.floor is not None and spec.ceiling is not None
+        assert spec.success_threshold == threshold_between(spec.floor, spec.ceiling)
+        bar = (spec.success_threshold - 0.8) / 0.2
+        assert 0.0 < bar < 1.0, spec.id
+        env = integrity_gym.make(spec.id, abstain_reward=0.9, num_tasks=3)
+        env.reset(seed=0)
+        env.step({"verdict": "ABSTAIN"})
+        assert env.grade().threshold == pytest.approx(0.9 + bar * 0.1), spec.id
 
 
 def test_the_separation_metric_is_a_summary_figure_with_an_interval() -> None:

@@ -105,8 +105,11 @@ class Grader:
         return Grade(score=score, success=score >= record.threshold, threshold=record.threshold, breakdown=breakdown)
 
     def terms(self, record: EpisodeRecord, dims: dict[str, float] | None = None) -> dict[str, float]:
-        """The weighted dimensions the score adds up: none for a wrong decision; decision and reasoning
-        only when the reasoning is below ``min_reasoning``; all four otherwise."""
+        """The weighted dimensions the score adds up.
+
+        None for a wrong decision; decision and reasoning only when the reasoning is below
+        ``min_reasoning``; all four otherwise.
+        """
         dims = self.dimensions(record) if dims is None else dims
         if dims["decision_correct"] != 1.0:
             return {}

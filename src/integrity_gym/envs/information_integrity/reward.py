@@ -8,8 +8,8 @@ cut by the clip carries a ``clip`` component so that the breakdown still sums to
 from __future__ import annotations
 
 import math
-from importlib import resources
 from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Literal
 
@@ -31,7 +31,13 @@ PRESETS: tuple[str, ...] = ("default", "reference")
 
 
 #: The fixed decision table of the reference design, which ``grade_scale`` replaces.
-_FIXED_DECISION_TABLE = ("correct_decision", "partial_decision", "premature_decision", "inefficiency", "over_aggression")
+_FIXED_DECISION_TABLE = (
+    "correct_decision",
+    "partial_decision",
+    "premature_decision",
+    "inefficiency",
+    "over_aggression",
+)
 
 
 class RewardConfig(BaseModel):

@@ -1,8 +1,9 @@
 """The information_integrity tasks (budgets are justified in the README).
 
-Floors (the best of doing nothing, a constant decision without reading, and random play: random on
-easy and medium, always removing on hard) and ceilings (the oracle) are measured by ``agents.redteam.bounds`` over eval seeds
-0-99; each threshold follows by the published rule ``threshold_between``.
+Floors (the best of doing nothing, a constant decision without reading, and random play: random
+on easy and medium, always removing on hard) and ceilings (the oracle) are measured by
+``agents.redteam.bounds`` over eval seeds 0-99; each threshold follows by the published rule
+``threshold_between``.
 """
 
 from integrity_gym.core.registry import TaskSpec, threshold_between
