@@ -31,14 +31,16 @@ def run(task_id: str, agent_name: str, seeds: range, **config: object) -> dict[s
 def test_always_the_same_decision_scores_about_one_third(task_id: str, decision: str) -> None:
     env = integrity_gym.make(task_id)
     grades = []
-    for seed in range(150):
+    n = 300
+    for seed in range(n):
         obs = env.reset(seed=seed)
         for claim in obs.claims[:1]:
             env.step({"type": "verify_claim", "claim_id": claim.id})
         env.step({"type": "decide", "decision": decision})
         grades.append(env.grade())
     accuracy = type(env).summarize(grades)["decision_accuracy"]
-    assert accuracy is not None and abs(accuracy - 1 / 3) < 0.02
+    # Each item draws its label on its own: balanced in expectation (a 99.9% binomial bound).
+    assert accuracy is not None and abs(accuracy - 1 / 3) < 3.3 * (2 / 9 / n) ** 0.5
 
 
 def test_oracle_scores_one_on_every_gold_scenario(task_id: str) -> None:
@@ -47,8 +49,8 @@ def test_oracle_scores_one_on_every_gold_scenario(task_id: str) -> None:
 
 
 def test_heuristic_beats_random_and_often_succeeds(task_id: str) -> None:
-    heuristic = run(task_id, "heuristic", range(30))
-    random_ = run(task_id, "random", range(30))
+    heuristic = run(task_id, "heuristic", range(60))
+    random_ = run(task_id, "random", range(60))
     assert heuristic["decision_accuracy"] is not None and random_["decision_accuracy"] is not None
     assert heuristic["decision_accuracy"] > random_["decision_accuracy"] + 0.3
     assert heuristic["success_rate"] is not None and random_["success_rate"] is not None

@@ -61,7 +61,43 @@ def test_generator_randomness_is_keyed_by_the_eval_secret(monkeypatch: pytest.Mo
         assert [k.label for k in keyed] != [p.label for p in public[tier]]
         assert keyed[5] == generate(tier, 5, "eval")  # same secret, same item
         assert all(k.label == rules.derive_label(k) for k in keyed)
-        for block in range(0, 24, 3):  # still balanced in every block of three seeds
-            assert Counter(k.label for k in keyed[block : block + 3]) == Counter(["allow", "flag", "remove"])
     # The gold set is a committed file: the same in both modes.
     assert load_gold("hard")[0].content == gold_scenarios()[20].content
+
+
+@pytest.mark.parametrize("tier", DIFFICULTIES)
+def test_labels_are_independent_of_the_neighbouring_items(tier: str) -> None:
+    """An agent that remembers every earlier label (the decide reward names it) learns nothing from them.
+
+    Version 1 balanced labels within blocks of three seeds: the label missing from the two before
+    was right on every block's third item. Here each rule that reads earlier labels is right about
+    a third of the time, within a 99.9% binomial bound.
+    """
+    n = 600
+    labels = [generate(tier, seed, "eval").label for seed in range(n)]
+    bound = 1 / 3 + 3.3 * (2 / 9 / n) ** 0.5
+    # Where the two before differ, guess the third decision (what the blocks made certain).
+    guesses = [
+        (next(d for d in ("allow", "flag", "remove") if d not in labels[s - 2 : s]), labels[s])
+        for s in range(2, n)
+        if labels[s - 2] != labels[s - 1]
+    ]
+    assert sum(guess == label for guess, label in guesses) / len(guesses) < bound
+    repeats = sum(labels[s] == labels[s - 1] for s in range(1, n)) / (n - 1)
+    assert abs(repeats - 1 / 3) < 3.3 * (2 / 9 / n) ** 0.5  # neither avoided nor favoured
+    assert all(abs(c / n - 1 / 3) < 0.07 for c in Counter(labels).values())  # balanced in expectation
+
+
+def _source(stance: str, reliability: float, n: int) -> rules.SourceFact:
+    return rules.SourceFact(
+        id=f"src_{n}", claim_id="claim_1", title="t", url="u", text="x", stance=stance,  # type: ignore[arg-type]
+        reliability=reliability, source_type="news", date="2024-01-01",  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def test_a_balance_on_the_lean_boundary_is_decided_exactly() -> None:
+    # In floats (-0.6 + 0.2) / 0.8 is -0.4999999999999999, which read as inconclusive.
+    assert rules.weigh([_source("refutes", 0.6, 1), _source("supports", 0.2, 2)]) == (-0.5, "refuted")
+    assert rules.weigh([_source("supports", 0.6, 1), _source("refutes", 0.2, 2)]) == (0.5, "supported")
+    assert rules.weigh([_source("supports", 0.3, 1), _source("refutes", 0.1, 2)])[1] == "supported"
+    assert rules.weigh([_source("supports", 0.29, 1), _source("refutes", 0.1, 2)])[1] == "inconclusive"

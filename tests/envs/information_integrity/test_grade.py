@@ -79,8 +79,8 @@ def test_pinned_grades_with_perfect_evidence(
     assert grade.score == explained and grade.success
 
 
-def test_half_the_evidence_and_half_the_explanation_is_the_hard_bar_exactly() -> None:
-    """Half the decisive evidence and half the explanation grade 0.70 on hard, the threshold: a success.
+def test_a_right_and_reasoned_hard_decision_below_the_threshold_is_no_success() -> None:
+    """Half the decisive evidence, half the explanation: 0.70 on hard, just under its 0.71.
 
     One statement fewer drops the reasoning under the gate, and the score to decision + reasoning only.
     """
@@ -88,7 +88,7 @@ def test_half_the_evidence_and_half_the_explanation_is_the_hard_bar_exactly() ->
     reasoning = "claim_1 is contested. src_1 supports claim_1. src_2 refutes claim_1"
     grade = play(scenario, ["claim_1", "src_1", "src_2"], "flag", reasoning)
     assert grade.breakdown["decision_correct"] == 1.0 and grade.breakdown["reasoning_depth"] == MIN_REASONING
-    assert grade.score == pytest.approx(0.7) == THRESHOLDS["hard"] and grade.success
+    assert grade.score == pytest.approx(0.7) and THRESHOLDS["hard"] > 0.7 and not grade.success
     weaker = play(scenario, ["claim_1", "src_1", "src_2"], "flag", "claim_1 is contested. src_1 supports claim_1")
     assert weaker.breakdown["reasoning_depth"] < MIN_REASONING and not weaker.success
     assert weaker.score == pytest.approx(0.3 + 0.3 * weaker.breakdown["reasoning_depth"])

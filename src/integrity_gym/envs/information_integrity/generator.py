@@ -34,7 +34,7 @@ from integrity_gym.envs.information_integrity.models import (
 )
 from integrity_gym.envs.information_integrity.rules import Status
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 Partition = Literal["train", "eval"]
 
 
@@ -427,11 +427,10 @@ def generate(tier: Difficulty, seed: int, partition: Partition = "train") -> Sce
         raise ValueError(f"difficulty: {tier!r} is not one of {', '.join(DIFFICULTIES)}")
     if partition not in ("train", "eval"):
         raise ValueError(f"partition: {partition!r} is not 'train' or 'eval'")
-    # Labels are balanced exactly within each block of three consecutive seeds, in an order
-    # drawn per block, so any run over consecutive seeds is balanced without being predictable.
-    order = list(DECISIONS)
-    make_rng("information_integrity/labels", GENERATOR_VERSION, tier, partition, seed // 3).shuffle(order)
-    label: Decision = order[seed % 3]
+    # Each item draws its own label, uniformly, from a key of its own: balanced in expectation and
+    # independent of every other item. (Version 1 balanced labels exactly within blocks of three
+    # seeds, so an agent that remembered two episodes' rewards knew the third label.)
+    label: Decision = make_rng("information_integrity/label", GENERATOR_VERSION, tier, partition, seed).choice(DECISIONS)
     rng = make_rng("information_integrity", GENERATOR_VERSION, tier, partition, seed)
     last_error: ValueError | None = None
     for _ in range(100):

@@ -21,6 +21,7 @@ explained and never silently disagrees with the evidence.
 from __future__ import annotations
 
 import datetime as dt
+from fractions import Fraction
 from typing import Literal
 
 from pydantic import Field
@@ -44,6 +45,7 @@ Evidence = Literal["supported", "refuted", "contested", "inconclusive"]
 Status = Literal["true", "false", "misleading", "contested", "unsupported"]
 
 _SIGN = {"supports": 1, "refutes": -1, "neutral": 0}
+_LEAN = Fraction(repr(LEAN))
 _FROM_VERDICT: dict[str, Status] = {"true": "true", "false": "false", "partially_true": "misleading"}
 _FROM_EVIDENCE: dict[Evidence, Status] = {
     "supported": "true",
@@ -85,20 +87,24 @@ def is_usable(source: SourceFact, as_of: dt.date) -> bool:
 def weigh(sources: list[SourceFact]) -> tuple[float, Evidence]:
     """Weigh usable sources about one claim: (balance, evidence class)."""
     sided = [s for s in sources if _SIGN[s.stance] != 0]
-    total = sum(s.reliability for s in sided)
-    balance = sum(s.reliability * _SIGN[s.stance] for s in sided) / total if total > 0 else 0.0
+    # Exact arithmetic on the reliabilities as written (0.6 is 3/5), so a balance on a boundary
+    # lands on it: in floats (-0.6 + 0.2) / 0.8 is -0.4999999999999999 and read as inconclusive.
+    weights = [Fraction(repr(s.reliability)) for s in sided]
+    total = sum(weights, Fraction(0))
+    exact = sum((w * _SIGN[s.stance] for w, s in zip(weights, sided, strict=True)), Fraction(0))
+    balance = exact / total if total > 0 else Fraction(0)
     trusted_for = any(s.stance == "supports" and s.reliability >= TRUSTED_RELIABILITY for s in sided)
     trusted_against = any(s.stance == "refutes" and s.reliability >= TRUSTED_RELIABILITY for s in sided)
     evidence: Evidence
     if trusted_for and trusted_against:
         evidence = "contested"
-    elif balance >= LEAN:
+    elif balance >= _LEAN:
         evidence = "supported"
-    elif balance <= -LEAN:
+    elif balance <= -_LEAN:
         evidence = "refuted"
     else:
         evidence = "inconclusive"
-    return round(balance, 6), evidence
+    return round(float(balance), 6), evidence
 
 
 def status_of(verdict: str, evidence: Evidence) -> Status:

@@ -1,7 +1,7 @@
 """The information_integrity tasks (budgets are justified in the README).
 
-Floors (the best of doing nothing, a constant decision without reading, and random play: random
-on easy and medium, always removing on hard) and ceilings (the oracle) are measured by
+Floors (the best of doing nothing, a constant decision without reading, and random play: a
+constant decision on every tier) and ceilings (the oracle) are measured by
 ``agents.redteam.bounds`` over eval seeds 0-99; each threshold follows by the published rule
 ``threshold_between``.
 """
@@ -17,8 +17,8 @@ TASKS: tuple[TaskSpec, ...] = (
         version=2,
         tier="easy",
         description="One clear-cut claim with a fact-check verdict; trusted sources agree, one weak source dissents.",
-        success_threshold=threshold_between(0.22, 1.0),
-        floor=0.22,
+        success_threshold=threshold_between(0.17, 1.0),
+        floor=0.17,
         ceiling=1.0,
         max_steps=12,
         entry=_ENTRY,
@@ -30,8 +30,8 @@ TASKS: tuple[TaskSpec, ...] = (
         version=2,
         tier="medium",
         description="Misleading statistics and mixed evidence: partial truths, unknown verdicts, outdated sources.",
-        success_threshold=threshold_between(0.119, 1.0),
-        floor=0.119,
+        success_threshold=threshold_between(0.133, 1.0),
+        floor=0.133,
         ceiling=1.0,
         max_steps=18,
         entry=_ENTRY,
@@ -43,8 +43,8 @@ TASKS: tuple[TaskSpec, ...] = (
         version=2,
         tier="hard",
         description="Several claims, trusted sources in conflict, satire and outdated traps, harm-dependent policy.",
-        success_threshold=threshold_between(0.102, 1.0),
-        floor=0.102,
+        success_threshold=threshold_between(0.123, 1.0),
+        floor=0.123,
         ceiling=1.0,
         max_steps=24,
         entry=_ENTRY,
