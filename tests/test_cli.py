@@ -16,9 +16,12 @@ def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
 
 def test_list_shows_every_task_with_threshold_and_step_limit() -> None:
     out = run("list").stdout
+    lines = out.splitlines()
     for spec in integrity_gym.list_tasks():  # a table per environment, titled with its name
         assert spec.env in out and f" {spec.id.split('/', 1)[1]} " in out
-    assert "0.90" in out and "40" in out
+        # The task's row: name, tier, its success threshold and its step limit.
+        (row,) = [line for line in lines if line.startswith(f" {spec.id.split('/', 1)[1]} ")]
+        assert row.split()[1:4] == [spec.tier, f"{spec.success_threshold:.2f}", str(spec.max_steps)], row
 
 
 def test_bench_writes_the_summary_contract(tmp_path: Path) -> None:
@@ -57,7 +60,8 @@ def test_play_takes_typed_actions_and_shows_rewards_and_grade() -> None:
     out = result.stdout
     assert "      0 | " in out  # the window is shown with absolute offsets
     assert "rejected:" in out and "reward" in out
-    assert "grade" in out and "threshold 0.90" in out
+    threshold = integrity_gym.get_spec("pii_redaction/gdpr_contract_easy-v3").success_threshold
+    assert "grade" in out and f"threshold {threshold:.2f}," in out
 
 
 def test_play_an_unknown_task_is_a_clear_error() -> None:

@@ -69,7 +69,7 @@ def test_a_run_reproduces_exactly_from_its_printed_command(tmp_path: Path) -> No
     assert len(run_ids) == 2
     listed = run("runs", "--db", str(tmp_path / "db.sqlite"), "--tasks", "information_integrity/*")
     # Full run ids and task names, in 80 columns.
-    assert listed.returncode == 0 and all(i in listed.stdout for i in run_ids) and "easy-v1" in listed.stdout
+    assert listed.returncode == 0 and all(i in listed.stdout for i in run_ids) and "easy-v2" in listed.stdout
     assert "gdpr" not in listed.stdout and max(map(len, listed.stdout.splitlines())) <= 80
     missing = run("runs", "--db", str(tmp_path / "none.sqlite"))
     assert missing.returncode == 2 and "does not exist" in " ".join(missing.stdout.split())

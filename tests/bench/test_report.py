@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+import integrity_gym
 from integrity_gym.bench import plots
 from integrity_gym.bench.report import load_run, parse_trace_choices, write_markdown, write_report
 from integrity_gym.bench.runner import BenchConfig, run_bench
@@ -66,7 +67,15 @@ def test_markdown_results_section(runs: list[Path], tmp_path: Path) -> None:
     md = write_markdown([load_run(p) for p in runs], tmp_path / "docs" / "results.md", tmp_path / "docs" / "results",
                         note="A note.")  # fmt: skip
     text = md.read_text()
-    assert "| task | tier | threshold | heuristic | random |" in text and "`information_integrity/easy-v2`" in text
+    assert "| task | tier | floor | ceiling | threshold | heuristic | random |" in text
+    # Each task's row states the floor, ceiling and threshold its spec registers.
+    specs = [s for s in integrity_gym.list_tasks() if f"`{s.id}`" in text]
+    assert len(specs) == 3
+    for spec in specs:
+        (row,) = [line for line in text.splitlines() if line.startswith(f"| `{spec.id}` |")]
+        bounds = f"| {spec.floor:.3f} | {spec.ceiling:.3f} | {spec.success_threshold:.2f} |"
+        assert f"| {spec.tier} {bounds}" in row, row
+    assert "`information_integrity/easy-v2`" in text and "threshold = floor + 2/3" in text
     assert "A note." in text
     # The two heuristic runs share a column: the mean of their means and the run-to-run spread.
     assert text.count("across 2 runs") == 3 and "n=4)" in text

@@ -430,7 +430,8 @@ def generate(tier: Difficulty, seed: int, partition: Partition = "train") -> Sce
     # Each item draws its own label, uniformly, from a key of its own: balanced in expectation and
     # independent of every other item. (Version 1 balanced labels exactly within blocks of three
     # seeds, so an agent that remembered two episodes' rewards knew the third label.)
-    label: Decision = make_rng("information_integrity/label", GENERATOR_VERSION, tier, partition, seed).choice(DECISIONS)
+    draw = make_rng("information_integrity/label", GENERATOR_VERSION, tier, partition, seed)
+    label: Decision = draw.choice(DECISIONS)
     rng = make_rng("information_integrity", GENERATOR_VERSION, tier, partition, seed)
     last_error: ValueError | None = None
     for _ in range(100):
