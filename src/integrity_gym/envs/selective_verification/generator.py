@@ -160,7 +160,12 @@ class GeneratedSource:
             return "balanced", self._image_number(index), 0
         sampler, pope_index = self.split, index
         if self.split == "all":
-            sampler, pope_index = POPE_SPLITS[index % 3], index // 3
+            # Each item draws its sampler from a key of its own and walks the pictures as any POPE
+            # split does. (Version 1 took sampler index % 3 on POPE index index // 3, so three
+            # consecutive items showed one picture and question slot, and remembering whether the
+            # claim had changed since the last episode answered the next one.)
+            draw = make_rng(GENERATOR_VERSION, "all/sampler", self.seed, self.difficulty, self.image_size, index)
+            sampler = POPE_SPLITS[draw.randrange(len(POPE_SPLITS))]
         # Consecutive indices visit different pictures: blocks of PICTURE_STRIDE pictures are
         # walked question slot by question slot, so a short run still sees many pictures.
         block, rest = divmod(pope_index, QUESTIONS_PER_IMAGE * PICTURE_STRIDE)
