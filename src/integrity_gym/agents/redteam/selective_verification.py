@@ -30,7 +30,7 @@ BAR = Bar(
         "would put the limit under the floor itself. Every attack that is not itself a floor agent must "
         "instead stay in the lower 60% of the gap between the floor and the threshold: at most floor + "
         "0.6 x (threshold - floor) (0.878 on balanced and random, 0.916 on popular, 0.8925 on adversarial, "
-        "0.8816 on all, 0.844 on text); the floor agents (abstaining, constant or coin-flip verdicts, "
+        "0.879 on all, 0.844 on text); the floor agents (abstaining, constant or coin-flip verdicts, "
         "the claim text's prior), whose best mean is the floor itself and moves with the items drawn, "
         "must stay under the threshold. A sure answer that ignores the evidence earns its accuracy, "
         "about 0.5; the heuristic's "
