@@ -20,9 +20,9 @@ from integrity_gym.envs.pii_redaction.generator import generate_document
 from integrity_gym.envs.pii_redaction.models import Document, Entity, Kind, Label, RedactionAction
 
 TASKS = {
-    "contract": "pii_redaction/gdpr_contract_easy-v2",
-    "clinical": "pii_redaction/hipaa_medical_medium-v2",
-    "security": "pii_redaction/security_logs_hard-v2",
+    "contract": "pii_redaction/gdpr_contract_easy-v3",
+    "clinical": "pii_redaction/hipaa_medical_medium-v3",
+    "security": "pii_redaction/security_logs_hard-v3",
 }
 
 
