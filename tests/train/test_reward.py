@@ -58,3 +58,18 @@ def test_bad_options_are_refused_and_the_prefill_defaults_to_the_tasks_reply_sta
     # An explicit prefill wins, and None means no prefill at all.
     assert TrainConfig(task="information_integrity/easy-v2", prefill=None).prefill is None
     assert TrainConfig(task=TASK, prefill="{").prefill == "{"
+
+
+def test_a_reply_is_malformed_only_when_nobody_could_read_it() -> None:
+    from integrity_gym.bench.records import StepRecord
+    from integrity_gym.train.grpo import reply_flags
+
+    def step(breakdown: dict[str, float], parse: str, error: str | None) -> StepRecord:
+        return StepRecord(step=1, action="x", action_text="x", reward=0.0, reward_breakdown=breakdown, done=True,
+                          error=error, llm={"parse": parse})  # fmt: skip
+
+    # The agent could not parse a truncated 'ABSTAIN"', the environment read it with a repair.
+    assert reply_flags(step({"abstain": 0.8}, "malformed", None)) == (False, True)
+    assert reply_flags(step({"malformed": 0.0}, "malformed", None)) == (True, False)  # the env says so
+    assert reply_flags(step({"invalid_action": -0.05}, "malformed", "cannot read")) == (True, False)  # rejected
+    assert reply_flags(step({"answered": 1.0}, "json", None)) == (False, False)

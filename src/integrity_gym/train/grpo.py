@@ -241,11 +241,13 @@ def bf16_autocast(enabled: bool) -> Iterator[None]:
 def reply_flags(step: Any) -> tuple[bool, bool]:
     """``(malformed, abstained)`` of one played step (a runner ``StepRecord``).
 
-    Malformed: the environment's breakdown says so, or the ``llm`` agent could not read the reply as
-    an action (environments without a "malformed" reward, like information_integrity, only reject it).
+    Malformed: the environment's breakdown says so, or neither the ``llm`` agent nor the environment
+    could read the reply (environments without a "malformed" reward, like information_integrity, only
+    reject it). A reply the agent could not parse but the environment read with a repair (a truncated
+    ``ABSTAIN"``) is an answer, not malformed.
     """
     breakdown = step.reward_breakdown or {}
-    unread = (step.llm or {}).get("parse") == "malformed"
+    unread = (step.llm or {}).get("parse") == "malformed" and step.error is not None
     return "malformed" in breakdown or unread, "abstain" in breakdown
 
 
