@@ -78,13 +78,17 @@ def test_rank_correlation_is_spearman_and_undefined_for_a_constant_column() -> N
     assert math.isnan(rank_correlation([_result("a", 1, 0.5)]))
 
 
-@pytest.mark.parametrize("env", ["pii_redaction", "information_integrity", "selective_verification"])
-def test_the_panel_has_every_kind_once(env: str) -> None:
-    policies = panel(env)
+@pytest.mark.parametrize("task_id", [spec.id for spec in integrity_gym.list_tasks()])
+def test_the_panel_has_every_kind_once_and_only_agents_that_play_the_task(task_id: str) -> None:
+    spec = integrity_gym.get_spec(task_id)
+    policies = panel(spec)
+    for policy in policies:  # every member builds for this task (the posterior agent plays text only)
+        policy.build(integrity_gym.make(task_id), 0)
     names = [p.name for p in policies]
     assert len(names) == len(set(names)) and "do_nothing" not in names
     assert {p.kind for p in policies} == {"baseline", "attack", "degraded"}
     assert {"oracle", "heuristic", "random", "noop"} <= set(names)
+    assert ("posterior" in names) == (spec.config.get("variant") == "text")
 
 
 def test_markdown_names_every_policy_and_the_verdict() -> None:

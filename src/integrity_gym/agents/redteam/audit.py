@@ -91,11 +91,18 @@ def _baseline(name: str, description: str) -> Policy:
     return Policy(name, "baseline", description, lambda env, seed: make_agent(name, env, seed=seed))
 
 
-def _extras(env_name: str) -> list[Policy]:
-    """The environment's own named agents (``agents.heuristic.<env>.AGENTS``), e.g. blind, posterior."""
-    module = importlib.import_module(f"integrity_gym.agents.heuristic.{env_name}")
+def _extras(spec: TaskSpec) -> list[Policy]:
+    """The environment's own named agents that play ``spec``'s task (``agents.heuristic.<env>.AGENTS``)."""
+    module = importlib.import_module(f"integrity_gym.agents.heuristic.{spec.env}")
     extra: dict[str, Any] = getattr(module, "AGENTS", {})
-    return [_baseline(name, (cls.__doc__ or name).strip().splitlines()[0]) for name, cls in extra.items()]
+    found = []
+    for name, cls in extra.items():
+        try:
+            cls(spec, seed=0)
+        except ValueError:  # e.g. the posterior agent, which plays text tasks only
+            continue
+        found.append(_baseline(name, (cls.__doc__ or name).strip().splitlines()[0]))
+    return found
 
 
 def _from_attack(build: Callable[[TaskSpec, int], Any]) -> Callable[[Env[Any, Any, Any], int], Agent]:
@@ -108,16 +115,17 @@ def _from_attack(build: Callable[[TaskSpec, int], Any]) -> Callable[[Env[Any, An
     return from_env
 
 
-def panel(env_name: str, *, presidio: bool = False) -> list[Policy]:
-    """Every policy the audit plays on ``env_name``, baselines first, each name once."""
+def panel(spec: TaskSpec, *, presidio: bool = False) -> list[Policy]:
+    """Every policy the audit plays on ``spec``'s task, baselines first, each name once."""
     from integrity_gym.agents.redteam import attacks_for
 
+    env_name = spec.env
     policies = [
         _baseline("oracle", "Reads ground truth: the upper bound."),
         _baseline("heuristic", "The offline baseline."),
         _baseline("random", "Random valid-looking actions."),
         _baseline("noop", "The do-nothing action at every step."),
-        *_extras(env_name),
+        *_extras(spec),
     ]
     if presidio and env_name == "pii_redaction":
         policies.append(_baseline("presidio", "Microsoft Presidio, window by window."))
@@ -213,7 +221,7 @@ def run_audit(
     audits: list[TaskAudit] = []
     seeds = range(seed, seed + episodes)
     for spec in list_tasks(pattern):
-        policies = [p for p in panel(spec.env, presidio=presidio) if only is None or p.name in only]
+        policies = [p for p in panel(spec, presidio=presidio) if only is None or p.name in only]
         for preset in presets:
             audit = audit_task(spec, policies, seeds, preset)
             if audit is not None:
