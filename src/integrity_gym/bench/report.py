@@ -452,7 +452,9 @@ def results_markdown(
         lines.append(
             "Red team (`igym redteam`, [docs/redteam.md](docs/redteam.md)): *trivial floor* is the best of doing "
             "nothing, always abstaining and answering blind; *best degenerate agent* the best of every attack that "
-            "tries to score without doing the task (mean grade, successes/episodes, which attack)."
+            "tries to score without doing the task (mean grade, successes/episodes, which attack); the red team "
+            "plays under an eval secret, on other items than the floor column's, so the two floors differ by "
+            "sampling alone."
         )
     for run in runs:
         n = {t: s.get("episodes") for t, s in run.summary.get("tasks", {}).items()}
