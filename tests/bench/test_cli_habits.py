@@ -198,11 +198,35 @@ def test_llm_epochs_sample_with_a_new_seed_each_repeat(tmp_path: Path) -> None:
     from tests.agents.openai_stub import openai_stub
 
     with openai_stub([]) as (url, stub):
-        settings = LLMSettings(api_base_url=url, model_name="stub", timeout_s=5, retries=0)
+        settings = LLMSettings(api_base_url=url, model_name="stub", timeout_s=5, retries=0, temperature=0.7)
         bench = BenchConfig.build(tasks="selective_verification/text", agent="llm", episodes=1, epochs=3)
         result = run_bench(bench=bench, out_dir=tmp_path, llm_settings=settings)
     assert len(result.records) == 3 and sorted(r["seed"] for r in stub.requests) == [42, 43, 44]
     assert {r.seed for r in result.records} == {0}  # the same item each time
+
+
+def test_llm_epochs_at_temperature_zero_are_refused_before_any_episode(tmp_path: Path) -> None:
+    from integrity_gym.agents.llm import LLMSettings
+    from integrity_gym.bench.setup import SetupError
+    from tests.agents.openai_stub import openai_stub
+
+    with openai_stub([]) as (url, stub):
+        settings = LLMSettings(api_base_url=url, model_name="stub", timeout_s=5, retries=0, temperature=0.0)
+        bench = BenchConfig.build(tasks="selective_verification/text", agent="llm", episodes=1, epochs=2)
+        with pytest.raises(SetupError, match="TEMPERATURE=0 would replay the same replies 2 times"):
+            run_bench(bench=bench, out_dir=tmp_path, llm_settings=settings)
+    assert stub.requests == []
+
+
+def test_epochs_of_a_seeded_agent_are_not_copies(tmp_path: Path) -> None:
+    # The random agent was seeded by the item's seed alone: every epoch replayed the first.
+    bench = BenchConfig.build(tasks=GDPR, agent="random", episodes=4, epochs=2)
+    result = run_bench(bench=bench, out_dir=tmp_path)
+    first = {r.seed: r.trajectory for r in result.records if r.epoch == 0}
+    second = {r.seed: r.trajectory for r in result.records if r.epoch == 1}
+    assert first.keys() == second.keys() and any(first[s] != second[s] for s in first)
+    one = run_bench(bench=BenchConfig.build(tasks=GDPR, agent="random", episodes=4), out_dir=tmp_path / "one")
+    assert {r.seed: r.trajectory for r in one.records} == first  # epoch 0 is the one-epoch run, unchanged
 
 
 def test_an_llm_run_resumes_with_its_recorded_settings_at_a_new_address(tmp_path: Path) -> None:

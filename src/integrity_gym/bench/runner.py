@@ -45,7 +45,7 @@ from integrity_gym.bench.summary import (
 )
 from integrity_gym.core.env import describe_validation_error
 from integrity_gym.core.registry import TaskSpec, get_spec
-from integrity_gym.core.seeding import data_mode
+from integrity_gym.core.seeding import data_mode, derive_seed
 from integrity_gym.core.types import Grade
 
 Partition = Literal["train", "eval", "all"]
@@ -145,7 +145,10 @@ def play_episode(
         if epoch and llm_settings is not None and llm_settings.seed is not None:
             # Each repeat samples afresh: the same sampling seed would make every epoch identical.
             llm_settings = llm_settings.model_copy(update={"seed": llm_settings.seed + epoch})
-        agent = build_agent(config.agent, env, seed, llm_settings)
+        # A repeat plays the same item with an agent seeded afresh (epoch 0 keeps the item's seed, so
+        # a one-epoch run is unchanged): otherwise a seeded agent replays the first epoch exactly.
+        agent_seed = seed if epoch == 0 else derive_seed("bench/agent", seed, epoch) % 2**31
+        agent = build_agent(config.agent, env, agent_seed, llm_settings)
         obs = env.reset(seed=seed, options=options)
         if config.keep_observations:
             reset_observation = _jsonable(obs)

@@ -82,6 +82,11 @@ def preflight(config: BenchConfig, specs: Sequence[TaskSpec], llm_settings: Any 
                 f"the server {config.server} does not answer /health ({type(exc).__name__}: {exc}); "
                 "start it with `igym serve` or fix --server"
             ) from exc
+    if config.epochs > 1 and llm_settings is not None and llm_settings.temperature == 0:
+        raise SetupError(
+            f"--epochs {config.epochs} at TEMPERATURE=0 would replay the same replies {config.epochs} times "
+            "(greedy decoding ignores the sampling seed): set TEMPERATURE above 0 for pass@k, or use --epochs 1"
+        )
     checked: set[str] = set()
     for spec in specs:
         if spec.env in checked:
