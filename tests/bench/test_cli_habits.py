@@ -249,3 +249,31 @@ def test_an_llm_run_resumes_with_its_recorded_settings_at_a_new_address(tmp_path
     assert result.exit_code == 0, result.output
     assert len(stub.requests) == 2 and all(r["model"] == "stub" and r["temperature"] == 0.5 for r in stub.requests)
     assert json.loads((out / "summary.json").read_text())["tasks"]["selective_verification/text-v2"]["episodes"] == 3
+
+
+def test_a_resume_of_an_epoch_run_plays_exactly_the_missing_and_failed_episodes(tmp_path: Path) -> None:
+    # The keys of a repeat carry its epoch: a resume that dropped the epoch offset would take epoch 1
+    # for done wherever epoch 0 was, and finish "complete" short of episodes; a failed episode is
+    # played again, never kept.
+    from integrity_gym.bench.runner import resume_bench
+
+    bench = BenchConfig.build(tasks=GDPR, agent="random", episodes=3, epochs=2)
+    whole = run_bench(bench=bench, out_dir=tmp_path / "whole")
+    out = tmp_path / "cut"
+    run_bench(bench=bench, out_dir=out)
+    lines = (out / "episodes.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    by_key = {(r["seed"], r["epoch"]): line for r, line in zip(records, lines, strict=True)}
+    failed = json.loads(by_key[(1, 1)]) | {"error": "RuntimeError: planted", "score": None}
+    # Keep epoch 0 of seed 0, epoch 1 of seeds 0 and 2, and a failed epoch 1 of seed 1.
+    kept = [by_key[(0, 0)], by_key[(0, 1)], by_key[(2, 1)], json.dumps(failed)]
+    (out / "episodes.jsonl").write_text("\n".join(kept) + "\n")
+    (out / "summary.json").unlink()
+    resumed = resume_bench(out)
+    assert sorted((r.seed, r.epoch) for r in resumed.records) == [(s, e) for s in range(3) for e in range(2)]
+    assert not any(r.error for r in resumed.records)
+    assert [stable(r.model_dump(mode="json")) for r in resumed.records] == [
+        stable(r.model_dump(mode="json")) for r in whole.records
+    ]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "complete" and summary["tasks"][GDPR]["episodes"] == 6
