@@ -157,7 +157,9 @@ def bench(
     """Run an agent over tasks: progress, [START]/[STEP]/[END] log, summary tables, a run folder.
 
     Exit status: 0 when every episode finished (or no more failed than --max-failures), 1 when the
-    run failed, 2 when it could not start (nothing is played or written then), 130 on Ctrl-C.
+    run failed, 2 when it could not start (nothing is played or written then), 130 when interrupted
+    (Ctrl-C, or SIGTERM as `timeout`, `docker stop` and pre-emption send): the run folder is then
+    complete up to the last finished episode and `--resume` continues it.
     """
     import contextlib
     import json

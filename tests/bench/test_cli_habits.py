@@ -277,3 +277,24 @@ def test_a_resume_of_an_epoch_run_plays_exactly_the_missing_and_failed_episodes(
     ]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "complete" and summary["tasks"][GDPR]["episodes"] == 6
+
+
+def test_sigterm_interrupts_a_run_cleanly_and_it_resumes(tmp_path: Path) -> None:
+    # What `timeout`, `docker stop` and pre-emption send: the run used to die with no summary.
+    args = ["--tasks", "pii_redaction/security*", "--episodes", "60", "--seed", "3", "--echo", "none", "--no-db"]
+    out = tmp_path / "run"
+    process = subprocess.Popen([sys.executable, "-m", "integrity_gym", "bench", *args, "--out", str(out)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    episodes = out / "episodes.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        if episodes.is_file() and len(episodes.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.02)
+    assert process.poll() is None, "the run ended before it could be stopped"
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) == 130
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "interrupted"
+    resumed = run("bench", "--resume", str(out), "--no-db", "--echo", "none")
+    assert resumed.returncode == 0 and json.loads((out / "summary.json").read_text())["status"] == "complete"

@@ -557,8 +557,13 @@ def _play_run(
     return RunResult(run_id, out, bench, summaries, records, status, replay, tiers, separation, len(kept))
 
 
+#: What stops a run cleanly: Ctrl-C, and SIGTERM (what ``timeout``, ``docker stop`` and a cluster's
+#: pre-emption send). Either sets ``stop``; the run finishes its record and is marked interrupted.
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 def _install_interrupt(stop: threading.Event) -> Any:
-    """Make SIGINT set ``stop`` (main thread only); return the previous handler."""
+    """Make SIGINT and SIGTERM set ``stop`` (main thread only); return the previous handlers."""
     if threading.current_thread() is not threading.main_thread():
         return None
 
@@ -567,12 +572,12 @@ def _install_interrupt(stop: threading.Event) -> Any:
             raise KeyboardInterrupt
         stop.set()
 
-    return signal.signal(signal.SIGINT, handler)
+    return {sig: signal.signal(sig, handler) for sig in _STOP_SIGNALS}
 
 
 def _restore_interrupt(previous: Any) -> None:
-    if previous is not None:
-        signal.signal(signal.SIGINT, previous)
+    for sig, handler in (previous or {}).items():
+        signal.signal(sig, handler)
 
 
 def _version() -> str:
