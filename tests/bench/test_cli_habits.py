@@ -298,3 +298,23 @@ def test_sigterm_interrupts_a_run_cleanly_and_it_resumes(tmp_path: Path) -> None
     assert summary["status"] == "interrupted"
     resumed = run("bench", "--resume", str(out), "--no-db", "--echo", "none")
     assert resumed.returncode == 0 and json.loads((out / "summary.json").read_text())["status"] == "complete"
+
+
+def test_cut_off_episodes_tokens_and_latency_are_shown_not_hidden(tmp_path: Path) -> None:
+    # A run cut by --max-steps used to read "grade 0.000, steps 2.0": a cut-off taken for a failure.
+    from integrity_gym.agents.llm import LLMSettings
+    from integrity_gym.bench.report import load_run, write_report
+    from tests.agents.openai_stub import openai_stub
+
+    cut = run_bench(bench=BenchConfig.build(tasks="information_integrity/easy", agent="noop", episodes=2, max_steps=2),
+                    out_dir=tmp_path / "cut")  # fmt: skip
+    with openai_stub([]) as (url, _):
+        settings = LLMSettings(api_base_url=url, model_name="stub", timeout_s=5, retries=0)
+        used = run_bench(bench=BenchConfig.build(tasks="selective_verification/text", agent="llm", episodes=2),
+                         out_dir=tmp_path / "llm", llm_settings=settings)  # fmt: skip
+    for result, wanted in ((cut, "2 of 2 episode(s) cut by the step cap"), (used, "tokens/episode")):
+        console = Console(width=200, record=True, force_terminal=False)
+        print_summary(console, result)
+        assert wanted in console.export_text()
+    page = write_report([load_run(tmp_path / "cut"), load_run(tmp_path / "llm")], tmp_path / "report").read_text()
+    assert "<th>cut by the step cap</th>" in page and "2 of 2</b>" in page and "completion tokens/episode" in page

@@ -16,7 +16,7 @@ from rich.text import Text
 from integrity_gym.bench import logs
 from integrity_gym.bench.records import EpisodeRecord, TaskSummary
 from integrity_gym.bench.runner import RunResult
-from integrity_gym.bench.summary import separation_text
+from integrity_gym.bench.summary import separation_text, usage_text
 from integrity_gym.core.registry import TaskSpec, list_tasks
 
 Echo = Literal["none", "end", "all"]
@@ -177,6 +177,12 @@ def print_summary(console: Console, result: RunResult) -> None:
             )  # fmt: skip
         console.print(table)
         for task_id, s in rows:
+            if s.truncated:
+                console.print(f"  [yellow]{short_task(task_id)}: {s.truncated} of {s.episodes} episode(s) cut by the "
+                              "step cap (--max-steps): graded on what was done by then[/yellow]")  # fmt: skip
+            usage = usage_text(s.model_dump())
+            if usage:
+                console.print(f"  {short_task(task_id)}: {escape(usage)}")
             if s.metrics:
                 console.print(f"  {short_task(task_id)}: {escape(_metrics_text(s.metrics))}", overflow="fold")
             if s.summary_error:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from integrity_gym.bench import plots
-from integrity_gym.bench.summary import separation_text
+from integrity_gym.bench.summary import separation_text, usage_text
 from integrity_gym.train.report import Training, is_training, load_training, training_html, training_markdown
 
 FIGURES = (
@@ -269,6 +269,12 @@ def skill_cell(summary: dict[str, Any]) -> str:
     return f"skill {metrics['skill']:.3f}{interval}" + ("" if blind is None else f"; blind_skill {blind:.3f}")
 
 
+def _cut_cell(summary: dict[str, Any]) -> str:
+    """Episodes the step cap stopped: a cut-off is not a failure of the task, and must not read as one."""
+    cut = int(summary.get("truncated") or 0)
+    return f"<b class='no'>{cut} of {summary.get('episodes', 0)}</b>" if cut else "0"
+
+
 def _run_table(run: RunData) -> str:
     rows = []
     for task_id in run.tasks:
@@ -281,11 +287,13 @@ def _run_table(run: RunData) -> str:
                 html.escape(task_id), s.get("tier", ""), s.get("episodes", 0), s.get("failed", 0),
                 f"<b class='{'ok' if reached else 'no'}'>{_f(s.get('mean_score'))}</b> ± {_f(s.get('std_score'))}",
                 _f(s.get("threshold"), ".2f"), _f(s.get("success_rate"), ".0%"), _f(s.get("mean_return"), "+.3f"),
-                _f(s.get("mean_steps"), ".1f"), html.escape(skill_cell(s)), f"<small>{html.escape(shown)}</small>",
+                _f(s.get("mean_steps"), ".1f"), _cut_cell(s), html.escape(usage_text(s) or "–"),
+                html.escape(skill_cell(s)), f"<small>{html.escape(shown)}</small>",
             )) + "</tr>"
         )  # fmt: skip
     head = "".join(f"<th>{h}</th>" for h in ("task", "tier", "n", "failed", "grade ± sd", "threshold", "success",
-                                               "return", "steps", "skill [95%]", "env metrics"))  # fmt: skip
+                                               "return", "steps", "cut by the step cap", "model use",
+                                               "skill [95%]", "env metrics"))  # fmt: skip
     sep = run.summary.get("tier_separation", {})
     checks = []
     for env, v in sep.items():
@@ -423,6 +431,8 @@ def results_markdown(
             elif len(found) == 1:
                 s = found[0]
                 rate = "" if s.get("success_rate") is None else f"{_f(s['success_rate'], '.0%')}, "
+                if s.get("truncated"):
+                    rate += f"{s['truncated']} cut by the step cap, "
                 skill = skill_cell(s)
                 cells.append(f"{s['mean_score']:.3f} ± {_f(s.get('std_score'))} ({rate}n={s['episodes']})"
                              + (f"; {skill}" if skill else ""))  # fmt: skip

@@ -177,6 +177,17 @@ def tier_separation(summaries: Mapping[str, TaskSummary]) -> dict[str, dict[str,
     return out
 
 
+def usage_text(summary: Mapping[str, Any]) -> str:
+    """Mean tokens and model latency per episode of a task summary (``''`` for a run without a model)."""
+    parts = []
+    prompt, completion = summary.get("mean_prompt_tokens"), summary.get("mean_completion_tokens")
+    if prompt is not None:
+        parts.append(f"{prompt:.0f} prompt + {0 if completion is None else completion:.0f} completion tokens/episode")
+    if summary.get("mean_latency_s") is not None:
+        parts.append(f"model latency {summary['mean_latency_s']:.1f} s/episode")
+    return "; ".join(parts)
+
+
 def separation_text(sep: Mapping[str, Any]) -> str:
     """One line: the figure per tier (± standard error) and each neighbouring pair's verdict."""
     figures = ", ".join(
