@@ -59,6 +59,7 @@ class EpisodeRecord(_Record):
     traceback: str | None = Field(None, description="Where it failed.")
     close_error: str | None = Field(None, description="An error raised while closing the environment.")
     grade: dict[str, Any] | None = Field(None, description="The environment's Grade (JSON).")
+    explanation: str | None = Field(None, description="Why the episode graded as it did, in words (env.explain).")
     usage: Usage = Field(default_factory=Usage, description="Model cost of the episode.")
     reset_observation: Any = Field(None, description="First observation (None with --no-observations).")
     trajectory: list[StepRecord] = Field(default_factory=list, description="Every step.")

@@ -185,7 +185,7 @@ def play_episode(
             )
         grade: Grade = env.grade()
         outcome = {"score": grade.score, "success": grade.success, "threshold": grade.threshold,
-                   "grade": grade.model_dump(mode="json")}  # fmt: skip
+                   "grade": grade.model_dump(mode="json"), "explanation": _explanation(env)}  # fmt: skip
     except RunInterrupted:
         raise
     except Exception as exc:
@@ -204,6 +204,18 @@ def play_episode(
         truncated=truncated, usage=Usage(**usage), reset_observation=reset_observation, trajectory=trajectory,
         wall_s=round(time.perf_counter() - started, 4), **outcome,
     )  # fmt: skip
+
+
+def _explanation(env: Any) -> str | None:
+    """The finished episode explained by its environment; None where it cannot say (a remote env)."""
+    explain = getattr(env, "explain", None)
+    if explain is None:
+        return None
+    try:
+        text: str = explain()
+    except Exception:  # an explanation must never cost the episode its record
+        return None
+    return text
 
 
 # ---------------------------------------------------------------------- a whole run

@@ -39,6 +39,11 @@ class NotResetError(RuntimeError):
     """Raised when stepping, grading or reading state before the first ``reset``."""
 
 
+def _number(value: float) -> str:
+    """A breakdown figure as a person reads it: counts whole, shares to three decimals."""
+    return str(int(value)) if float(value).is_integer() and abs(value) >= 1 else f"{value:.3f}"
+
+
 def describe_validation_error(error: ValidationError) -> str:
     """Turn a pydantic error into one readable line naming each offending field."""
     parts = []
@@ -170,8 +175,8 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
     def explain(self) -> str:
         """Explain the episode's outcome in words (``igym play`` and reports)."""
         grade = self.grade()
-        parts = ", ".join(f"{k}={v:.3f}" for k, v in grade.breakdown.items())
-        verdict = "succeeded" if grade.success else "did not reach"
+        parts = ", ".join(f"{k}={_number(v)}" for k, v in grade.breakdown.items())
+        verdict = "reaches" if grade.success else "is below"
         return f"score {grade.score:.3f} {verdict} the threshold {grade.threshold:.2f} ({parts})"
 
     def state(self) -> StateT:

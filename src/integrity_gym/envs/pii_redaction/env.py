@@ -51,6 +51,8 @@ _BARE_ACTIONS: dict[str, RedactionAction] = {
 }
 #: The step result type, parametrised once (pydantic looks the parametrisation up on every use).
 _Result = StepResult[RedactionObservation]
+#: Items named per list in an explanation; the rest are counted.
+_EXPLAINED = 8
 _TEXT_ACTION = re.compile(r"^\s*(?P<type>[A-Za-z_]+)\s*(?:\(\s*(?P<args>[^)]*)\)|(?P<bare>(?:\s+\S+)*))\s*$")
 
 
@@ -417,6 +419,39 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
         self._finished = state.finished
         self._step_count = state.step_count
         self._total_reward = state.total_reward
+
+    def explain(self) -> str:
+        """The grade, then what was missed, mislabelled and over-redacted, each named by its text and offsets."""
+        grade = self._grade()
+        b = grade.breakdown
+        verdict = "reaches" if grade.success else "is below"
+        lines = [
+            f"Score {grade.score:.3f} {verdict} the threshold {grade.threshold:.2f}: F1 {b['f1']:.3f} "
+            f"(precision {b['precision']:.3f}, recall {b['recall']:.3f}), label accuracy {b['label_accuracy']:.3f}, "
+            f"utility {b['utility']:.3f}; {b['leaked_pii_chars']:.0f} PII characters left visible."
+        ]
+        entities = self.document.entities
+        text = self.document.text
+        pairs = self._matcher.gold_to_pred
+        preds = self._matcher.preds
+        missed = [e for g, e in enumerate(entities) if g not in pairs]
+        relabel = [
+            (e, preds[pairs[g]][2]) for g, e in enumerate(entities) if g in pairs and preds[pairs[g]][2] != e.label
+        ]
+        matched = set(pairs.values())
+        spurious = [r for p, r in enumerate(self._redactions) if p not in matched]
+
+        def listing(title: str, items: list[str]) -> None:
+            if items:
+                more = f"; and {len(items) - _EXPLAINED} more" if len(items) > _EXPLAINED else ""
+                lines.append(f"{title} ({len(items)}): " + "; ".join(items[:_EXPLAINED]) + more + ".")
+
+        listing("Missed", [f"{e.label} {e.text!r} at {e.start}-{e.end}" for e in missed])
+        listing(
+            "Wrong label", [f"{e.text!r} at {e.start}-{e.end} redacted as {got}, is {e.label}" for e, got in relabel]
+        )
+        listing("Matched no entity", [f"{text[r.start : r.end]!r} at {r.start}-{r.end} as {r.label}" for r in spurious])
+        return "\n".join(lines)
 
     def _grade(self) -> Grade:
         return grade_redactions(self.document, self._redactions, self.reward_config, self.spec.success_threshold)
