@@ -157,6 +157,8 @@ def test_step_through_a_recorded_run(view: Any, runs: Any, open_page: Any, viewp
     assert number(page.inner_text(".return-now")) == pytest.approx(record["total_return"], abs=5e-4)
     assert page.is_disabled("#step-next")
     assert float(page.inner_text("#run0-grade .score")) == pytest.approx(record["score"], abs=5e-4)
+    # Why the episode graded so, as recorded: pii names what was missed, mislabelled or over-redacted.
+    assert record["explanation"] and page.text_content("#run0-explain") == record["explanation"]
     page.click("#step-prev")
     assert page.inner_text("#step-label") == f"step {len(steps) - 1} of {len(steps)}"
     box = page.locator("svg.curve").bounding_box()

@@ -144,7 +144,7 @@ function runColumn(rec, r) {
     step && step.llm ? el("details", {}, el("summary", { text: "model call" }), el("pre", { class: "json", text: JSON.stringify(step.llm, null, 2) })) : null,
     rec.error ? el("div", { class: "err", text: `episode failed: ${rec.error}` }) : null);
   const parts = [head, renderObservation(rec.env, obs, { scope })];
-  if (rec.grade) parts.push(gradeCard(rec.grade, { title: "Final grade", scope }));
+  if (rec.grade) parts.push(gradeCard(rec.grade, { title: "Final grade", scope, explain: rec.explanation || null }));
   return el("div", { class: "run-col", "data-run": r, role: "region", "aria-labelledby": `${scope}name` }, parts);
 }
 
