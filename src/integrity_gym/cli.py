@@ -315,21 +315,38 @@ def redteam(
     """
     import json
 
-    from integrity_gym.agents.redteam import redteam_json, redteam_markdown, run_redteam
+    from rich import box
+
+    from integrity_gym.agents.redteam import bar_for, redteam_json, redteam_markdown, run_redteam
     from integrity_gym.agents.redteam.audit import audit_markdown, passes, run_audit
+    from integrity_gym.bench.display import short_task
     from integrity_gym.core.seeding import data_mode
 
-    if not list_tasks(tasks):
+    specs = list_tasks(tasks)
+    if not specs:
         raise _fail(f"no task matches {tasks!r}; see `igym list`")
-    results = run_redteam(tasks, episodes=episodes, seed=seed)
-    table = Table(
-        Column("task", no_wrap=True), Column("attack", no_wrap=True), Column("mean", justify="right"),
-        Column("limit", justify="right"), Column("successes", justify="right"), "held",
-    )  # fmt: skip
-    for r in results:
-        mark = "[green]yes[/green]" if r.held else "[red]NO[/red]"
-        table.add_row(r.task_id, r.attack, f"{r.mean:.3f}", f"{r.limit:.3f}", f"{r.successes}/{r.episodes}", mark)
-    console.print(table)
+    for env in dict.fromkeys(spec.env for spec in specs):
+        if bar_for(env).episodes > episodes:
+            console.print(f"{env}: every attack is judged on at least {bar_for(env).episodes} episodes "
+                          f"(--episodes {episodes} raised; see its bar in docs/redteam.md)")  # fmt: skip
+    with console.status("red team") as status:
+        results = run_redteam(
+            tasks, episodes=episodes, seed=seed,
+            on_result=lambda r: status.update(f"red team: {r.task_id} {r.attack} {r.mean:.3f}"),
+        )  # fmt: skip
+    for env in dict.fromkeys(spec.env for spec in specs):
+        table = Table(
+            Column("task", no_wrap=True), Column("attack", no_wrap=True), Column("mean", justify="right", min_width=5),
+            Column("limit", justify="right", min_width=5), Column("won", justify="right", min_width=4), "held",
+            title=env, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 0),
+            collapse_padding=True, show_edge=False,
+        )  # fmt: skip
+        for r in results:
+            if r.task_id.split("/")[0] == env:
+                mark = "[green]yes[/green]" if r.held else "[red]NO[/red]"
+                table.add_row(short_task(r.task_id), r.attack, f"{r.mean:.3f}", f"{r.limit:.3f}",
+                              f"{r.successes}/{r.episodes}", mark)  # fmt: skip
+        console.print(table)
     if data_mode() == "public":
         console.print("public mode: the replay attack (wins by design without a secret) is not played; "
                       "set IGYM_EVAL_SECRET to play it")  # fmt: skip

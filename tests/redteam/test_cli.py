@@ -68,3 +68,15 @@ def test_attacks_play_as_bench_agents(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.exit_code == 0, result.stdout
     assert (tmp_path / "run" / "summary.json").is_file()
+
+
+def test_the_table_reads_at_80_columns_and_says_when_episodes_are_raised() -> None:
+    result = CliRunner().invoke(
+        app,
+        ["redteam", "--tasks", "pii_redaction/hipaa*,selective_verification/text*", "--episodes", "1", "--no-audit"],
+        env={"COLUMNS": "80"},
+    )
+    assert result.exit_code == 0, result.stdout
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80 and "…" not in result.stdout
+    assert "speaker_names_and_every_number" in result.stdout and "hipaa_medical_medium-v3" in result.stdout
+    assert "selective_verification: every attack is judged on at least 100 episodes" in " ".join(result.stdout.split())

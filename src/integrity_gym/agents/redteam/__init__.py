@@ -9,7 +9,7 @@ table and ``tests/redteam`` runs the same check in ``make test``.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from types import ModuleType
 
@@ -109,20 +109,25 @@ def run_attack(spec: TaskSpec, attack: Attack, seeds: Iterable[int]) -> AttackRe
     )
 
 
-def run_redteam(pattern: str = "*", episodes: int = 20, seed: int = 0) -> list[AttackResult]:
+def run_redteam(
+    pattern: str = "*", episodes: int = 20, seed: int = 0, on_result: Callable[[AttackResult], None] | None = None
+) -> list[AttackResult]:
     """Every attack on every task matching ``pattern``, over ``episodes`` seeds from ``seed``.
 
     An environment's ``Bar.episodes`` raises the count where its episodes are too noisy. Attacks
     that win by design in public mode (``secret_only``: the replay) are played only when
-    the eval secret is set.
+    the eval secret is set. ``on_result`` hears of each result as it is made (progress).
     """
     secret = data_mode() != "public"
-    return [
-        run_attack(spec, attack, range(seed, seed + max(episodes, bar_for(spec.env).episodes)))
-        for spec in list_tasks(pattern)
-        for attack in attacks_for(spec.env)
-        if secret or not attack.secret_only
-    ]
+    results = []
+    for spec in list_tasks(pattern):
+        for attack in attacks_for(spec.env):
+            if secret or not attack.secret_only:
+                result = run_attack(spec, attack, range(seed, seed + max(episodes, bar_for(spec.env).episodes)))
+                results.append(result)
+                if on_result is not None:
+                    on_result(result)
+    return results
 
 
 def redteam_json(results: Iterable[AttackResult]) -> list[dict[str, object]]:
