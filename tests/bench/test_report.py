@@ -167,3 +167,18 @@ def test_the_radar_has_no_selective_axis_that_is_not_a_score(runs: list[Path]) -
     # at confidence 1, which the grade punishes: they are not axes, and nothing else is left.
     assert plots.dimensions(loaded, "selective_verification") == []
     assert len(plots.dimensions(loaded, "pii_redaction")) >= 3
+
+
+def test_grade_whiskers_are_the_summary_t_interval_not_a_normal_one(runs: list[Path]) -> None:
+    # Drawn with 1.96 they were 2.2x too narrow at n = 3 (6.5x at n = 2) against summary.json's interval.
+    low, high = plots.whiskers([0.5, 0.6, 0.7])
+    assert low == pytest.approx(0.24841, abs=1e-5) and high == pytest.approx(0.24841, abs=1e-5)
+    assert plots.whiskers([0.7]) == (0.0, 0.0)
+    run = load_run(runs[0])
+    for task_id in run.tasks:
+        scores = run.scores(task_id)
+        if len(scores) > 1:
+            mean = sum(scores) / len(scores)
+            low, high = plots.whiskers(scores)
+            ci = run.summary["tasks"][task_id]["score_ci95"]
+            assert (mean - low, mean + high) == pytest.approx(tuple(ci), abs=1e-9)

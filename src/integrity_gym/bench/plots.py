@@ -25,6 +25,17 @@ _NOT_DIMENSIONS = ("leak", "error", "malformed", "repair", "abstain", "claim_tru
 _NOT_DIMENSIONS_BY_ENV = {"selective_verification": ("confidence", "answered", "correct", "coverage")}
 
 
+def whiskers(scores: Sequence[float]) -> tuple[float, float]:
+    """Below and above the mean: the same 95% t-interval as ``summary.json``'s ``score_ci95``."""
+    from integrity_gym.bench.summary import mean_interval
+
+    interval = mean_interval(scores)
+    if interval is None:
+        return 0.0, 0.0
+    mean = math.fsum(scores) / len(scores)
+    return mean - interval[0], interval[1] - mean
+
+
 def _plt() -> Any:
     try:
         import matplotlib
@@ -80,10 +91,10 @@ def grades_by_task(runs: Sequence[RunData], path: Path, references: References |
         for task_id in tasks:
             scores = run.scores(task_id)
             mean = float(np.mean(scores)) if scores else math.nan
-            half = 1.96 * float(np.std(scores, ddof=1)) / math.sqrt(len(scores)) if len(scores) > 1 else 0.0
+            low, high = whiskers(scores)
             means.append(mean)
-            lows.append(min(half, mean) if scores else 0.0)
-            highs.append(min(half, 1.0 - mean) if scores else 0.0)
+            lows.append(low)
+            highs.append(high)
         ax.bar(x + (k - (len(runs) - 1) / 2) * width, means, width, yerr=[lows, highs], capsize=3,
                color=color, label=run.display, alpha=0.9)  # fmt: skip
     for i, task_id in enumerate(tasks):

@@ -45,10 +45,7 @@ def summarize_records(spec: TaskSpec, records: Sequence[EpisodeRecord]) -> TaskS
     n = len(done)
     mean = _mean(scores)
     std = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / (n - 1)) if mean is not None and n > 1 else None
-    ci = None
-    if mean is not None and std is not None:
-        half = float(student_t.ppf(0.975, n - 1)) * std / math.sqrt(n)
-        ci = (max(0.0, mean - half), min(1.0, mean + half))
+    ci = mean_interval(scores)
     grades = [Grade.model_validate(r.grade) for r in done]
     env_class = spec.env_class()
     summary_error = None
@@ -186,6 +183,20 @@ def usage_text(summary: Mapping[str, Any]) -> str:
     if summary.get("mean_latency_s") is not None:
         parts.append(f"model latency {summary['mean_latency_s']:.1f} s/episode")
     return "; ".join(parts)
+
+
+def mean_interval(scores: Sequence[float]) -> tuple[float, float] | None:
+    """The 95% Student-t interval of the mean grade, clipped to [0, 1]; None with fewer than two scores.
+
+    The one interval of a task's mean: ``summary.json``'s ``score_ci95`` and the report's whiskers.
+    """
+    n = len(scores)
+    if n < 2:
+        return None
+    mean = math.fsum(scores) / n
+    std = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / (n - 1))
+    half = float(student_t.ppf(0.975, n - 1)) * std / math.sqrt(n)
+    return max(0.0, mean - half), min(1.0, mean + half)
 
 
 def separation_text(sep: Mapping[str, Any]) -> str:
