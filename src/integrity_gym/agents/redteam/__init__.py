@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from types import ModuleType
 
-from integrity_gym.agents.redteam.base import Attack, Bar
+from integrity_gym.agents.redteam.base import Attack, Bar, play_once
 from integrity_gym.core.registry import TaskSpec, list_tasks, make
 from integrity_gym.core.seeding import data_mode
 from integrity_gym.core.types import Grade
@@ -85,13 +85,7 @@ def run_attack(spec: TaskSpec, attack: Attack, seeds: Iterable[int]) -> AttackRe
     scores: list[float] = []
     successes = 0
     for seed in seeds:
-        env = make(spec.id)
-        agent = attack.build(spec, seed)
-        obs = env.reset(seed=seed)
-        while not env.done:
-            obs = env.step(agent.act(obs)).observation
-        grade = env.grade()
-        env.close()
+        _, grade = play_once(make(spec.id), attack.build(spec, seed), seed)
         scores.append(score_of(spec, grade))
         successes += bool(grade.success)
     bar = bar_for(spec.env)

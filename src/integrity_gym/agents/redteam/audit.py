@@ -17,11 +17,12 @@ import importlib
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from scipy.stats import spearmanr
 
 from integrity_gym.agents.base import Agent, make_agent
+from integrity_gym.agents.redteam.base import Kind, Policy, play_once
 from integrity_gym.core.env import Env
 from integrity_gym.core.registry import TaskSpec, list_tasks, make
 from integrity_gym.core.seeding import data_mode
@@ -31,18 +32,6 @@ from integrity_gym.core.seeding import data_mode
 INVERSION_GAP = 0.05
 #: Reward presets the audit knows; a task whose environment has no ``reward_preset`` plays its one reward.
 PRESETS = ("default", "reference")
-
-Kind = Literal["baseline", "attack", "degraded"]
-
-
-@dataclass(frozen=True)
-class Policy:
-    """One member of the panel: ``build(env, seed)`` returns an agent for that episode."""
-
-    name: str
-    kind: Kind
-    description: str
-    build: Callable[[Env[Any, Any, Any], int], Agent]
 
 
 @dataclass(frozen=True)
@@ -158,14 +147,7 @@ def play(spec: TaskSpec, policy: Policy, seeds: Iterable[int], config: dict[str,
     successes = 0
     for seed in seeds:
         env = make(spec.id, **config)
-        agent = policy.build(env, seed)
-        obs = env.reset(seed=seed)
-        total = 0.0
-        while not env.done:
-            result = env.step(agent.act(obs))
-            obs, total = result.observation, total + result.reward
-        grade = env.grade()
-        env.close()
+        total, grade = play_once(env, policy.build(env, seed), seed)
         returns.append(total)
         grades.append(grade.score)
         successes += bool(grade.success)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from integrity_gym.agents.base import NoopAgent
+from integrity_gym.agents.base import Agent, NoopAgent
+from integrity_gym.core.env import Env
 from integrity_gym.core.registry import TaskSpec, make
+from integrity_gym.core.types import Grade
 
 
 @dataclass(frozen=True)
@@ -66,3 +68,33 @@ DO_NOTHING = Attack(
     lambda spec, seed: NoopAgent(make(spec.id)),
     floor=True,
 )
+
+
+def play_once(env: Env[Any, Any, Any], agent: Agent, seed: int) -> tuple[float, Grade]:
+    """Play ``env`` from ``reset(seed)`` to its end with ``agent``, then close it: the return and the grade."""
+    obs = env.reset(seed=seed)
+    total = 0.0
+    while not env.done:
+        result = env.step(agent.act(obs))
+        obs, total = result.observation, total + result.reward
+    grade = env.grade()
+    env.close()
+    return total, grade
+
+
+Kind = Literal["baseline", "attack", "degraded"]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One member of the return-vs-grade audit's panel: ``build(env, seed)`` returns an agent for that episode."""
+
+    name: str
+    kind: Kind
+    description: str
+    build: Callable[[Env[Any, Any, Any], int], Agent]
+
+
+def degraded(name: str, description: str, build: Callable[[Env[Any, Any, Any], int], Agent]) -> Policy:
+    """An honest policy made worse on purpose (an environment's ``DEGRADED``, for the audit)."""
+    return Policy(name, "degraded", description, build)

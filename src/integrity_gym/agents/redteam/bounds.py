@@ -11,11 +11,15 @@ truth's probability is known, else the grade), and committed in each environment
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from integrity_gym.agents.base import make_agent
+from integrity_gym.agents.base import Agent, make_agent
 from integrity_gym.agents.redteam import _module, attacks_for, score_of
+from integrity_gym.agents.redteam.audit import _from_attack
+from integrity_gym.agents.redteam.base import play_once
+from integrity_gym.core.env import Env
 from integrity_gym.core.registry import TaskSpec, make
 
 #: The published sample: eval-partition seeds 0..99.
@@ -32,24 +36,20 @@ class Bounds:
     ceiling_agent: str
 
 
-def _mean(spec: TaskSpec, build: object, seeds: Iterable[int], *, needs_env: bool) -> float:
+def _mean(spec: TaskSpec, build: Callable[[Env[Any, Any, Any], int], Agent], seeds: Iterable[int]) -> float:
     scores = []
     for seed in seeds:
         env = make(spec.id)
-        agent = build(env, seed) if needs_env else build(spec, seed)  # type: ignore[operator]
-        obs = env.reset(seed=seed)
-        while not env.done:
-            obs = env.step(agent.act(obs)).observation
-        scores.append(score_of(spec, env.grade()))
-        env.close()
+        _, grade = play_once(env, build(env, seed), seed)
+        scores.append(score_of(spec, grade))
     return round(sum(scores) / len(scores), 3)
 
 
 def measure_bounds(spec: TaskSpec, seeds: Iterable[int] = BOUNDS_SEEDS) -> Bounds:
     """Play the floor agents and the ceiling agent on ``spec`` over ``seeds``."""
     seeds = list(seeds)
-    floors = {a.name: _mean(spec, a.build, seeds, needs_env=False) for a in attacks_for(spec.env) if a.floor}
+    floors = {a.name: _mean(spec, _from_attack(a.build), seeds) for a in attacks_for(spec.env) if a.floor}
     floor_agent = max(floors, key=lambda name: (floors[name], name))
     ceiling_agent: str = getattr(_module(spec.env), "ceiling_agent", lambda spec: "oracle")(spec)
-    ceiling = _mean(spec, lambda env, seed: make_agent(ceiling_agent, env, seed=seed), seeds, needs_env=True)
+    ceiling = _mean(spec, lambda env, seed: make_agent(ceiling_agent, env, seed=seed), seeds)
     return Bounds(floors[floor_agent], floor_agent, ceiling, ceiling_agent)

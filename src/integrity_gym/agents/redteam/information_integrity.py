@@ -21,7 +21,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from integrity_gym.agents.redteam.base import DO_NOTHING, Attack, Bar
+from integrity_gym.agents.redteam.base import DO_NOTHING, Attack, Bar, degraded
 from integrity_gym.core.registry import TaskSpec, make
 from integrity_gym.core.seeding import make_rng
 from integrity_gym.envs.information_integrity.models import (
@@ -260,30 +260,15 @@ def _wrong(action: IntegrityAction) -> IntegrityAction:
     return action.model_copy(update={"decision": DECISIONS[(DECISIONS.index(action.decision) + 1) % len(DECISIONS)]})
 
 
-class _OracleReads:
-    """The oracle's decision and statements after reading ``strategy``'s evidence (none, or everything)."""
+def _oracle_decision(env: Any) -> Decider:
+    """The oracle's decision and gold statements, whatever was read (read from ``env``'s state)."""
+    from integrity_gym.envs.information_integrity import rules
 
-    def __init__(self, env: Any, strategy: Strategy) -> None:
-        self._env = env
-        self._strategy = strategy
+    def decide(obs: IntegrityObservation) -> tuple[Decision, str]:
+        gold = rules.gold_evidence(env.state().scenario)
+        return gold.label, ". ".join(gold.statements) + "."
 
-    def act(self, observation: Any) -> IntegrityAction:
-        """Read per the strategy, then decide as the oracle would."""
-        obs = _obs(observation)
-        if self._strategy == "all" and obs.steps_left > 1:
-            read = _next_read(obs, "all")
-            if read is not None:
-                return read
-        from integrity_gym.envs.information_integrity import rules
-
-        gold = rules.gold_evidence(self._env.state().scenario)
-        return IntegrityAction(type="decide", decision=gold.label, reasoning=". ".join(gold.statements) + ".")
-
-
-def _degraded(name: str, description: str, build: Callable[[Any, int], Any]) -> Any:
-    from integrity_gym.agents.redteam.audit import Policy
-
-    return Policy(name, "degraded", description, build)
+    return decide
 
 
 def _oracle(env: Any) -> Any:
@@ -300,27 +285,27 @@ def _heuristic(env: Any, seed: int) -> Any:
 
 #: Honest policies made worse on purpose, for the return-vs-grade audit (``audit.py``).
 DEGRADED = (
-    _degraded(
+    degraded(
         "oracle_no_reasoning",
         "The oracle with its reasoning deleted.",
         lambda env, seed: _Rewritten(_oracle(env), _no_reasoning),
     ),
-    _degraded(
+    degraded(
         "oracle_wrong_third",
         "The oracle, deciding wrongly on every third seed.",
         lambda env, seed: _Rewritten(_oracle(env), _wrong if seed % 3 == 0 else (lambda a: a)),
     ),
-    _degraded(
+    degraded(
         "oracle_at_once",
         "The oracle's decision and statements with nothing read.",
-        lambda env, seed: _OracleReads(env, "none"),
+        lambda env, seed: _Scripted("none", _oracle_decision(env)),
     ),
-    _degraded(
+    degraded(
         "oracle_reads_everything",
         "Reads every claim and source, then decides as the oracle does.",
-        lambda env, seed: _OracleReads(env, "all"),
+        lambda env, seed: _Scripted("all", _oracle_decision(env)),
     ),
-    _degraded(
+    degraded(
         "heuristic_no_reasoning",
         "The heuristic with its reasoning deleted.",
         lambda env, seed: _Rewritten(_heuristic(env, seed), _no_reasoning),

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from integrity_gym.agents.heuristic.pii_redaction import HeuristicAgent
-from integrity_gym.agents.redteam.base import DO_NOTHING, Attack, Bar
+from integrity_gym.agents.redteam.base import DO_NOTHING, Attack, Bar, degraded
 from integrity_gym.core.registry import TaskSpec
 from integrity_gym.envs.pii_redaction.models import Label, RedactionAction, RedactionObservation
 
@@ -282,30 +282,24 @@ class _RelabelThird:
         return action
 
 
-def _degraded(name: str, description: str, build: Any) -> Any:
-    from integrity_gym.agents.redteam.audit import Policy
-
-    return Policy(name, "degraded", description, build)
-
-
 #: Honest policies made worse on purpose, for the return-vs-grade audit (``audit.py``).
 DEGRADED = (
-    _degraded(
+    degraded(
         "oracle_skip_half",
         "The oracle, blind to every other entity.",
         lambda env, seed: _PartialOracle(env, lambda i, e, size: i % 2 == 0),
     ),
-    _degraded(
+    degraded(
         "oracle_first_window",
         "The oracle on the first window only, then FINISH (never reads on).",
         lambda env, seed: _PartialOracle(env, lambda i, e, size: e.end <= size),
     ),
-    _degraded(
+    degraded(
         "oracle_wrong_label_third",
         "The oracle with every third entity given the wrong label.",
         lambda env, seed: _PartialOracle(env, lambda i, e, size: True, _next_label),
     ),
-    _degraded(
+    degraded(
         "heuristic_wrong_label_third",
         "The heuristic with every third redaction given the wrong label.",
         lambda env, seed: _RelabelThird(env.spec, seed),

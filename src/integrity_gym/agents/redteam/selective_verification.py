@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from integrity_gym.agents.heuristic.selective_verification import BlindAgent, HeuristicAgent
-from integrity_gym.agents.redteam.base import Attack, Bar
+from integrity_gym.agents.redteam.base import Attack, Bar, degraded
 from integrity_gym.core.registry import TaskSpec
 from integrity_gym.core.seeding import make_rng
 from integrity_gym.core.types import Grade
@@ -175,14 +175,8 @@ class _Hedged:
         return VerificationAction(verdict=action.verdict, confidence=self._confidence)
 
 
-def _degraded(name: str, description: str, build: Callable[[Any, int], Any]) -> Any:
-    from integrity_gym.agents.redteam.audit import Policy
-
-    return Policy(name, "degraded", description, build)
-
-
 #: Honest policies made worse on purpose, for the return-vs-grade audit (``audit.py``).
 DEGRADED = (
-    _degraded("oracle_wrong_third", "The oracle, sure and wrong on every third seed.", _WrongThird),
-    _degraded("oracle_hedged", "The true verdict at confidence 0.8.", lambda env, seed: _Hedged(env, 0.8)),
+    degraded("oracle_wrong_third", "The oracle, sure and wrong on every third seed.", _WrongThird),
+    degraded("oracle_hedged", "The true verdict at confidence 0.8.", lambda env, seed: _Hedged(env, 0.8)),
 )
