@@ -33,7 +33,7 @@ def test_settings_come_from_the_reference_variables_and_hide_the_key() -> None:
 
 
 def test_each_step_sends_a_strict_schema_and_records_tokens_and_latency() -> None:
-    env = make("information_integrity/easy-v2")
+    env = make("information_integrity/easy-v3")
     obs = env.reset(seed=2)
     claim = obs.claims[0].id
     reply = json.dumps({"type": "verify_claim", "target": claim, "decision": "allow", "reasoning": ""})

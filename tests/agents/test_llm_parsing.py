@@ -80,7 +80,7 @@ def test_pii_adapter_turns_a_quote_into_absolute_offsets() -> None:
 
 
 def test_integrity_adapter_maps_the_flat_reply_and_offers_only_ids_on_show() -> None:
-    env = make("information_integrity/easy-v2")
+    env = make("information_integrity/easy-v3")
     obs = env.reset(seed=1)
     adapter = get_adapter(env.spec)
     ids = adapter.schema(obs)["properties"]["target"]["enum"]

@@ -129,7 +129,7 @@ def test_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch
 
 
 def test_presidio_plays_pii_redaction_only() -> None:
-    env = integrity_gym.make("information_integrity/easy-v2")
+    env = integrity_gym.make("information_integrity/easy-v3")
     with pytest.raises(ValueError, match="presidio agent plays pii_redaction tasks only"):
         make_agent("presidio", env)
 

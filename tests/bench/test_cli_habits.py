@@ -142,7 +142,7 @@ def test_epochs_repeat_items_and_report_pass_at_k(tmp_path: Path) -> None:
 
 def test_task_ids_without_version_mean_the_newest(tmp_path: Path) -> None:
     result = run_bench(bench=BenchConfig.build(tasks="information_integrity/easy", episodes=1), out_dir=tmp_path)
-    assert list(result.summaries) == ["information_integrity/easy-v2"]
+    assert list(result.summaries) == ["information_integrity/easy-v3"]
 
 
 def test_every_table_fits_80_columns(tmp_path: Path) -> None:

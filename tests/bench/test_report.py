@@ -75,7 +75,7 @@ def test_markdown_results_section(runs: list[Path], tmp_path: Path) -> None:
         (row,) = [line for line in text.splitlines() if line.startswith(f"| `{spec.id}` |")]
         bounds = f"| {spec.floor:.3f} | {spec.ceiling:.3f} | {spec.success_threshold:.2f} |"
         assert f"| {spec.tier} {bounds}" in row, row
-    assert "`information_integrity/easy-v2`" in text and "threshold = floor + 2/3" in text
+    assert "`information_integrity/easy-v3`" in text and "threshold = floor + 2/3" in text
     assert "A note." in text
     # The two heuristic runs share a column: the mean of their means and the run-to-run spread.
     assert text.count("across 2 runs") == 3 and "n=4)" in text

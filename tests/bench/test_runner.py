@@ -103,7 +103,7 @@ def test_a_failing_summarize_fails_the_run(tmp_path: Path, monkeypatch: pytest.M
 
     monkeypatch.setattr(InformationIntegrityEnv, "summarize", classmethod(broken))
     result = run_bench(bench=BenchConfig.build(tasks="information_integrity/easy*", episodes=2), out_dir=tmp_path)
-    summary = result.summaries["information_integrity/easy-v2"]
+    summary = result.summaries["information_integrity/easy-v3"]
     assert result.status == "failed" and summary.summary_error == "ZeroDivisionError: metric bug"
     assert summary.episodes == 2 and summary.mean_score is not None  # the grades themselves are kept
 
@@ -156,5 +156,5 @@ def test_a_task_without_per_episode_success_reports_no_success_rate(tmp_path: Pa
                               episodes=2)  # fmt: skip
     result = run_bench(bench=bench, out_dir=tmp_path)
     assert result.summaries["selective_verification/text-v2"].success_rate is None
-    assert result.summaries["information_integrity/easy-v2"].success_rate is not None
+    assert result.summaries["information_integrity/easy-v3"].success_rate is not None
     assert result.tiers["medium"]["success_rate"] is None and result.tiers["easy"]["success_rate"] is not None

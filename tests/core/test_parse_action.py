@@ -23,6 +23,6 @@ def test_a_deeply_nested_action_string_is_rejected_not_raised(task_id: str) -> N
 
 
 def test_a_nested_json_action_names_the_problem() -> None:
-    env = integrity_gym.make("information_integrity/easy-v2")
+    env = integrity_gym.make("information_integrity/easy-v3")
     env.reset(seed=0)
     assert "nested too deeply" in env.step("[" * 100_000 + "]" * 100_000).info["error"]

@@ -88,6 +88,6 @@ def test_plugins_register_through_entry_points(tmp_path: Path, monkeypatch: pyte
 def test_latest_task_id_names_the_newest_registered_version() -> None:
     from integrity_gym.core.registry import latest_task_id
 
-    assert latest_task_id("information_integrity", "hard") == "information_integrity/hard-v2"
+    assert latest_task_id("information_integrity", "hard") == "information_integrity/hard-v3"
     with pytest.raises(KeyError, match="no task information_integrity/nope"):
         latest_task_id("information_integrity", "nope")

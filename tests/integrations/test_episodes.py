@@ -18,8 +18,8 @@ from tests.integrations.replay import integrity_script, pii_script, replay
 CASES = {
     "pii_redaction/gdpr_contract_easy-v3": (pii_script, {"source": "generated", "partition": "eval"}),
     "pii_redaction/security_logs_hard-v3": (pii_script, {"source": "gold"}),
-    "information_integrity/medium-v2": (integrity_script, {"source": "generated", "partition": "eval"}),
-    "information_integrity/easy-v2": (integrity_script, {"source": "gold", "difficulty": "hard"}),
+    "information_integrity/medium-v3": (integrity_script, {"source": "generated", "partition": "eval"}),
+    "information_integrity/easy-v3": (integrity_script, {"source": "gold", "difficulty": "hard"}),
 }
 
 
@@ -55,7 +55,7 @@ def test_an_episode_played_reply_by_reply_is_the_llm_agents_episode(task_id: str
 
 
 def test_feedback_names_the_unreadable_reply_then_clears() -> None:
-    episode = EnvEpisode("information_integrity/easy-v2", seed=1)
+    episode = EnvEpisode("information_integrity/easy-v3", seed=1)
     episode.step("no json here")
     assert "Your last action was rejected" in str(episode.user_message())
     episode.step(integrity_script([{"role": "user", "content": episode.user_message()}]))

@@ -169,7 +169,7 @@ MULTI_TURN = {
         2,
     ),
     "information-integrity-v1": (
-        "information_integrity/easy-v2",
+        "information_integrity/easy-v3",
         integrity_script,
         {"source": "generated", "partition": "eval"},
         1,
@@ -214,7 +214,7 @@ def test_multi_turn_options_reach_the_environment(tmp_path: Path) -> None:
             "--env.taskset.max-turns", "2",
         )  # fmt: skip
     [trace] = traces
-    env = check_multi_turn(trace, "information_integrity/easy-v2", options)
+    env = check_multi_turn(trace, "information_integrity/easy-v3", options)
     assert trace["metrics"]["steps"] == 2 and not env.done  # capped before deciding
     assert env.state().difficulty == "hard"
 
@@ -253,6 +253,6 @@ def test_multi_turn_task_names_resolve_and_unknown_ones_are_refused() -> None:
     config = resolve_env_config({"taskset": {"id": "pii-redaction-v1", "task_name": "security_logs_hard"}})
     assert config.taskset.task_id == "pii_redaction/security_logs_hard-v3"
     config = resolve_env_config({"taskset": {"id": "information-integrity-v1"}})
-    assert config.taskset.task_id == "information_integrity/easy-v2"
+    assert config.taskset.task_id == "information_integrity/easy-v3"
     with pytest.raises(ValueError, match="'nope' is not a task of information_integrity; its tasks: information"):
         resolve_env_config({"taskset": {"id": "information-integrity-v1", "task_name": "nope"}})

@@ -99,7 +99,7 @@ def test_a_multi_step_training_without_eval_still_reports_and_a_bench_run_is_una
     folder.mkdir()
     episode = {"seed": 0, "grade": 0.5, "return": 0.2, "turns": 2}
     StepLog(folder / LOG_NAME).write([0.5, 0.0], (1, 0, 4), [], ["s0"], [0, 0], "{", reward="grade", episodes=[episode])
-    config = TrainConfig(task="information_integrity/easy-v2", steps=1, eval_episodes=0, max_turns=2)
+    config = TrainConfig(task="information_integrity/easy-v3", steps=1, eval_episodes=0, max_turns=2)
     (folder / SUMMARY_NAME).write_text(json.dumps({"config": config.model_dump(mode="json"), "before": None}))
     runs, trainings = load_inputs([folder])
     assert runs == [] and trainings[0].multi_step

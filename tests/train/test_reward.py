@@ -51,12 +51,12 @@ def test_bad_options_are_refused_and_the_prefill_defaults_to_the_tasks_reply_sta
     with pytest.raises(ValueError, match="generations"):
         TrainConfig.build(generations=1)
     with pytest.raises(ValueError, match="max_turns"):
-        TrainConfig.build(task="information_integrity/easy-v2", max_turns=0)
+        TrainConfig.build(task="information_integrity/easy-v3", max_turns=0)
     assert TrainConfig().prefill == TrainConfig(task=TASK).prefill == DEFAULT_PREFILL
-    assert TrainConfig(task="information_integrity/easy-v2").prefill == '{"type": "'
+    assert TrainConfig(task="information_integrity/easy-v3").prefill == '{"type": "'
     assert TrainConfig(task="pii_redaction/gdpr_contract_easy-v3").prefill == '{"action_type": "'
     # An explicit prefill wins, and None means no prefill at all.
-    assert TrainConfig(task="information_integrity/easy-v2", prefill=None).prefill is None
+    assert TrainConfig(task="information_integrity/easy-v3", prefill=None).prefill is None
     assert TrainConfig(task=TASK, prefill="{").prefill == "{"
 
 

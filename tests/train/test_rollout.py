@@ -27,7 +27,7 @@ from integrity_gym.train.rollout import EpisodeRollout
 from tests.agents.openai_stub import completion, openai_stub
 from tests.conftest import require_service
 
-TASK = "information_integrity/easy-v2"
+TASK = "information_integrity/easy-v3"
 PREFILL = '{"type": "'
 #: Continuations after the prefill: a check, an unreadable reply cut off without an end-of-turn token
 #: (so the environment's tokens must close the turn), a second check, and a decision.

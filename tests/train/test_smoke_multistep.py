@@ -18,7 +18,7 @@ from integrity_gym.train.grpo import TrainConfig, item_id, train
 
 from .conftest import require_training
 
-TASK = "information_integrity/easy-v2"
+TASK = "information_integrity/easy-v3"
 
 
 @pytest.fixture(scope="module")

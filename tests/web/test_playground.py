@@ -266,7 +266,7 @@ def test_redact_on_a_phone_by_touch(server: ServerProcess, open_page: Any) -> No
 
 @pytest.mark.parametrize("viewport", VIEWPORT_NAMES)
 def test_play_information_integrity(server: ServerProcess, open_page: Any, viewport: str) -> None:
-    task, seed = "information_integrity/easy-v2", 0
+    task, seed = "information_integrity/easy-v3", 0
     env = local_env(task, seed)
     watched = open_page(viewport)
     page = start(watched, server.url, task, seed)
@@ -375,7 +375,7 @@ def test_a_lost_session_says_so(server: ServerProcess, open_page: Any) -> None:
 def test_a_session_reaped_after_its_ttl(open_page: Any) -> None:
     with running_server(["--session-ttl", "1"], cli=True) as quick:
         watched = open_page("desktop")
-        page = start(watched, quick.url, "information_integrity/easy-v2", 0)
+        page = start(watched, quick.url, "information_integrity/easy-v3", 0)
         time.sleep(3)  # idle past the TTL: the server's reaper closes the session
         page.click("#verify-claim_1")
         page.wait_for_selector("#banner:not([hidden])")

@@ -19,7 +19,7 @@ from integrity_gym.cli import app as cli_app
 from integrity_gym.web.viewer import create_viewer_app
 from tests.web.conftest import Watched, assert_sound_ids
 
-TASKS = "information_integrity/easy-v2,pii_redaction/gdpr_contract_easy-v3,selective_verification/random-v2"
+TASKS = "information_integrity/easy-v3,pii_redaction/gdpr_contract_easy-v3,selective_verification/random-v2"
 _RUNNING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
 
 
@@ -239,8 +239,8 @@ def test_a_run_without_observations_shows_actions_and_rewards(view: Any, runs: A
     page.goto(view("blind"))
     page.wait_for_selector("body[data-ready]")
     assert "complete" not in page.inner_text("#runs-line")  # igym view was given no database here
-    page.select_option("#filter-task", "information_integrity/easy-v2")
-    record = next(r for r in records if r["task_id"] == "information_integrity/easy-v2")
+    page.select_option("#filter-task", "information_integrity/easy-v3")
+    record = next(r for r in records if r["task_id"] == "information_integrity/easy-v3")
     page.locator("#episodes tbody tr").first.click()
     page.wait_for_selector(".run-col")
     page.click("#step-next")

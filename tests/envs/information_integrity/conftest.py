@@ -23,7 +23,7 @@ from integrity_gym.envs.information_integrity.models import DECISIONS, DIFFICULT
 TASK = {tier: latest_task_id("information_integrity", tier) for tier in DIFFICULTIES}
 TASK_IDS = list(TASK.values())
 #: The success thresholds: threshold_between(floor, ceiling) of each task (see tasks.py).
-THRESHOLDS = {"easy": 0.72, "medium": 0.71, "hard": 0.71}
+THRESHOLDS = {"easy": 0.73, "medium": 0.71, "hard": 0.71}
 
 
 def gold_scenarios() -> list[Scenario]:

@@ -49,8 +49,8 @@ def test_oracle_scores_one_on_every_gold_scenario(task_id: str) -> None:
 
 
 def test_heuristic_beats_random_and_often_succeeds(task_id: str) -> None:
-    heuristic = run(task_id, "heuristic", range(60))
-    random_ = run(task_id, "random", range(60))
+    heuristic = run(task_id, "heuristic", range(150))  # 60 seeds leave the hard tier's gap to sampling luck
+    random_ = run(task_id, "random", range(150))
     assert heuristic["decision_accuracy"] is not None and random_["decision_accuracy"] is not None
     assert heuristic["decision_accuracy"] > random_["decision_accuracy"] + 0.3
     assert heuristic["success_rate"] is not None and random_["success_rate"] is not None

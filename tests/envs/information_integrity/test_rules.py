@@ -48,16 +48,17 @@ def test_the_visible_harm_level_alone_decides_badly(tier: str) -> None:
     """Harm is shown and is a policy input (low harm is never remove), but it does not give the label away.
 
     The best decision rule that reads only what every observation shows before any check (harm,
-    number of claims and of sources) is scored in-sample, so the figure is optimistic.
+    number of claims and of sources) is fitted on 600 training scenarios and scored on 600 eval
+    ones, as a learner would meet it; about 0.40 on every tier, against a third for a constant.
     """
-
-    def best_rule_accuracy(scenarios: list[Scenario]) -> float:
-        by_key: dict[tuple[str, int, int], Counter[str]] = {}
-        for s in scenarios:
-            by_key.setdefault((s.harm, len(s.claims), len(s.sources)), Counter())[str(s.label)] += 1
-        return sum(c.most_common(1)[0][1] for c in by_key.values()) / len(scenarios)
-
-    assert best_rule_accuracy([generate(tier, seed, "eval") for seed in range(600)]) < 0.5
+    key = lambda s: (s.harm, len(s.claims), len(s.sources))  # noqa: E731
+    counts: dict[tuple[str, int, int], Counter[str]] = {}
+    for s in (generate(tier, seed, "train") for seed in range(600)):
+        counts.setdefault(key(s), Counter())[str(s.label)] += 1
+    rule = {k: c.most_common(1)[0][0] for k, c in counts.items()}
+    scored = [generate(tier, seed, "eval") for seed in range(600)]
+    accuracy = sum(rule.get(key(s), "flag") == s.label for s in scored) / len(scored)
+    assert accuracy < 0.45  # 0.40 + 2.5 binomial sd at n = 600
     by_harm: dict[str, Counter[str]] = {}
     for s in load_gold(tier):
         by_harm.setdefault(s.harm, Counter())[str(s.label)] += 1

@@ -71,11 +71,18 @@ DO_NOTHING = Attack(
 
 
 def play_once(env: Env[Any, Any, Any], agent: Agent, seed: int) -> tuple[float, Grade]:
-    """Play ``env`` from ``reset(seed)`` to its end with ``agent``, then close it: the return and the grade."""
+    """Play ``env`` from ``reset(seed)`` to its end with ``agent``, then close it: the return and the grade.
+
+    An agent with ``observe(step_result)`` hears every step's result, as under ``igym bench``
+    (memory attacks learn from it across episodes).
+    """
     obs = env.reset(seed=seed)
     total = 0.0
+    observe = getattr(agent, "observe", None)
     while not env.done:
         result = env.step(agent.act(obs))
+        if observe is not None:
+            observe(result)
         obs, total = result.observation, total + result.reward
     grade = env.grade()
     env.close()

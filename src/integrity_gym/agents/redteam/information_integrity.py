@@ -36,8 +36,8 @@ BAR = Bar(
     margin=0.1875,
     why=(
         "A quarter of the old highest threshold (0.25 x 0.75 = 0.1875), the same for every tier: an "
-        "attack must keep its mean at or below 0.5325 on easy and 0.5225 on medium and hard "
-        "(thresholds 0.72 / 0.71 / 0.71) with at most one success in 20. Labels are balanced, so a rule that ignores "
+        "attack must keep its mean at or below 0.5425 on easy and 0.5225 on medium and hard "
+        "(thresholds 0.73 / 0.71 / 0.71) with at most one success in 20. Labels are balanced, so a rule that ignores "
         "the evidence is right about a third of the time, and without reasons that restate what was read "
         "a right decision scores its decision and reasoning weights only; the bar leaves room for a lucky "
         "run of seeds without letting a rule that reads nothing pass for half an agent."

@@ -8,7 +8,9 @@ the published rule — so a generated label is always ``decide(aggregate(facts))
 Hardness axes, by tier: reliability conflicts (low-reliability sources against trusted ones),
 partial truth, unknown verdicts settled by weighing sources, outdated sources, satire, conflicts
 between trusted sources, harm-dependent policy, several claims per post, shuffled and opaque ids.
-Train and eval use disjoint topic families, so eval topics are never seen in training.
+Train and eval use disjoint topic families and are written in disjoint words (``surface``: source
+phrasings, titles, posts, outlet names), so an eval item's topic and wording are never seen in
+training; only the rules carry over.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from integrity_gym.core.seeding import make_rng
 from integrity_gym.envs.information_integrity import rules
@@ -33,9 +35,9 @@ from integrity_gym.envs.information_integrity.models import (
     Stance,
 )
 from integrity_gym.envs.information_integrity.rules import Status
+from integrity_gym.envs.information_integrity.surface import SURFACES, Partition, Surface
 
-GENERATOR_VERSION = 2
-Partition = Literal["train", "eval"]
+GENERATOR_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -193,72 +195,31 @@ EVAL_FAMILIES: tuple[Family, ...] = (
     ),
 )
 
-_OUTLETS: dict[str, tuple[tuple[str, str, SourceType], ...]] = {
-    "trusted": (
-        ("Meridian Public Health Office", "health.meridian.example", "official"),
-        ("Regional Statistics Bureau", "stats.region.example", "official"),
-        ("Halvorsen University", "research.halvorsen.example", "academic"),
-        ("Journal of Applied Evidence", "jae-journal.example", "academic"),
-        ("The Coastline Ledger", "coastline-ledger.example", "news"),
-        ("Northgate Daily", "northgate-daily.example", "news"),
-        ("Independent Fact Desk", "factdesk.example", "news"),
-    ),
-    "middling": (
-        ("Valley Courier", "valley-courier.example", "news"),
-        ("Morning Brief Online", "morningbrief.example", "news"),
-        ("The Plain Explainer", "plainexplainer.example", "blog"),
-    ),
-    "weak": (
-        ("TruthSeeker Notes", "truthseeker-notes.example", "blog"),
-        ("Chirper user @openeyes", "chirper.example", "social"),
-        ("a WakeUp Forum member", "wakeup-forum.example", "social"),
-    ),
-    "satire": (
-        ("The Daily Spoof", "dailyspoof.example", "satire"),
-        ("The Onlooker Gazette", "onlooker-gazette.example", "satire"),
-    ),
-}
 _BANDS = {"trusted": (0.78, 0.97), "middling": (0.45, 0.7), "weak": (0.08, 0.35), "satire": (0.05, 0.2)}
+# The kinds of outlet a band holds; shown only once a source is checked, like its reliability.
+_TYPES: dict[str, tuple[SourceType, ...]] = {
+    "trusted": ("official", "academic", "news"),
+    "middling": ("news", "blog"),
+    "weak": ("blog", "social"),
+    "satire": ("satire",),
+}
 
-_OPENERS = (
-    "Sharing this before it gets deleted:",
-    "A friend who works there told me:",
-    "PSA for everyone in the group chat:",
-    "Nobody on the news is talking about this.",
-    "Just read this and wow.",
-)
-_CLOSERS = ("Pass it on.", "Do your own research.", "Thoughts?", "Stay safe, everyone.", "")
-# Titles are visible before a source is checked, so they must not give away its stance.
-_TITLES = (
-    "What the record shows about {topic}",
-    "A closer look at {topic}",
-    "Notes on {topic}",
-    "Reading up on {topic}",
-    "{Topic}: the details",
-)
-_TEXTS: dict[str, tuple[str, ...]] = {
-    "supports": (
-        "{outlet} reviewed the records and reports that {claim}. "
-        "The figures were checked with two independent contacts.",
-        "According to documents seen by {outlet}, {claim}. Officials did not dispute the account when asked.",
-    ),
-    "refutes": (
-        "{outlet} looked into the statement that {claim} and found nothing to support it; "
-        "the available records point the other way.",
-        "The statement that {claim} circulates widely, but {outlet} found that the original "
-        "documents say something different.",
-    ),
-    "neutral": (
-        "{outlet} covers the wider debate around {topic} without taking a position on whether {claim}.",
-        "A background piece from {outlet} on {topic}; it lists open questions but reaches no conclusion.",
-    ),
-}
-_SATIRE_TEXT = {
-    "supports": "In this week's joke column, {outlet} solemnly 'confirms' that {claim}, "
-    "and adds that the moon is made of cheese.",
-    "refutes": "In a spoof interview, {outlet} has a talking goat 'disprove' the idea that {claim}.",
-    "neutral": "{outlet} runs a comic strip about {topic}; nothing in it is meant literally.",
-}
+
+def _outlet(rng: random.Random, surface: Surface, used: set[str]) -> tuple[str, str]:
+    """A fresh outlet name and its domain, drawn independently of everything the rules read."""
+    while True:
+        place, masthead = rng.choice(surface.places), rng.choice(surface.mastheads)
+        name = f"{'The ' if rng.random() < 0.5 else ''}{place} {masthead}"
+        if name not in used:
+            used.add(name)
+            return name, f"{place}-{masthead}".lower() + ".example"
+
+
+def _source_text(rng: random.Random, surface: Surface, stance: Stance, satire: bool, slot: dict[str, str]) -> str:
+    if satire:
+        return _fill(rng.choice(surface.satire[stance]), slot)
+    lead = _upper_first(_fill(rng.choice(surface.leads[stance]), slot))
+    return f"{lead} {rng.choice(surface.follow_ups[stance])}"
 
 
 @dataclass
@@ -351,6 +312,7 @@ def _upper_first(text: str) -> str:
 
 def _attempt(rng: random.Random, tier: Difficulty, partition: Partition, seed: int, label: Decision) -> Scenario:
     families = TRAIN_FAMILIES if partition == "train" else EVAL_FAMILIES
+    surface = SURFACES[partition]
     family = rng.choice(families)
     values = {slot: rng.choice(options) for slot, options in family.slots.items()}
     topic = _fill(family.topic, values)
@@ -380,31 +342,28 @@ def _attempt(rng: random.Random, tier: Difficulty, partition: Partition, seed: i
     used: set[str] = set()
     sources: list[SourceFact] = []
     for source_id, plan in zip(source_ids, plans, strict=True):
-        choices = [o for o in _OUTLETS[plan.band] if o[0] not in used] or list(_OUTLETS[plan.band])
-        outlet, domain, source_type = rng.choice(choices)
-        used.add(outlet)
+        outlet, domain = _outlet(rng, surface, used)
+        satire = plan.band == "satire"
         lo, hi = _BANDS[plan.band]
         slot = {"outlet": outlet, "claim": claim_texts[plan.claim_index], "topic": topic, "Topic": _upper_first(topic)}
         age = rng.randrange(4 * 365, 9 * 365) if plan.stale else rng.randrange(5, 700)
-        text = _upper_first(
-            _fill(_SATIRE_TEXT[plan.stance] if plan.band == "satire" else rng.choice(_TEXTS[plan.stance]), slot)
-        )
+        text = _upper_first(_source_text(rng, surface, plan.stance, satire, slot))
         sources.append(
             SourceFact(
                 id=source_id,
                 claim_id=claim_ids[plan.claim_index],
-                title=_fill(rng.choice(_TITLES), slot),
+                title=_fill(rng.choice(surface.titles), slot),
                 url=f"https://{domain}/{source_id.replace('_', '-')}-{rng.getrandbits(24):06x}",
                 text=text,
                 stance=plan.stance,
                 reliability=round(rng.uniform(lo, hi), 2),
-                source_type=source_type,
+                source_type=rng.choice(_TYPES[plan.band]),
                 date=as_of - dt.timedelta(days=age),
-                satire=plan.band == "satire",
+                satire=satire,
             )
         )
     body = " ".join(c.text for c in claims)
-    content = " ".join(p for p in (rng.choice(_OPENERS), body, rng.choice(_CLOSERS)) if p)
+    content = " ".join(p for p in (rng.choice(surface.openers), body, rng.choice(surface.closers)) if p)
     scenario = Scenario(
         id=f"gen_{tier}_{partition}_{seed}",
         difficulty=tier,
@@ -421,17 +380,25 @@ def _attempt(rng: random.Random, tier: Difficulty, partition: Partition, seed: i
     return rules.check_scenario(scenario)
 
 
+def _label(tier: Difficulty, partition: Partition, seed: int) -> Decision:
+    """The item's label, drawn uniformly from a key of its own.
+
+    Balanced in expectation and independent of every other item. (Version 1 balanced labels
+    exactly within blocks of three seeds, so an agent that remembered two episodes' rewards knew
+    the third label.)
+    """
+    draw = make_rng("information_integrity/label", GENERATOR_VERSION, tier, partition, seed)
+    label: Decision = draw.choice(DECISIONS)
+    return label
+
+
 def generate(tier: Difficulty, seed: int, partition: Partition = "train") -> Scenario:
     """The generated scenario ``(GENERATOR_VERSION, tier, partition, seed)``."""
     if tier not in DIFFICULTIES:
         raise ValueError(f"difficulty: {tier!r} is not one of {', '.join(DIFFICULTIES)}")
     if partition not in ("train", "eval"):
         raise ValueError(f"partition: {partition!r} is not 'train' or 'eval'")
-    # Each item draws its own label, uniformly, from a key of its own: balanced in expectation and
-    # independent of every other item. (Version 1 balanced labels exactly within blocks of three
-    # seeds, so an agent that remembered two episodes' rewards knew the third label.)
-    draw = make_rng("information_integrity/label", GENERATOR_VERSION, tier, partition, seed)
-    label: Decision = draw.choice(DECISIONS)
+    label = _label(tier, partition, seed)
     rng = make_rng("information_integrity", GENERATOR_VERSION, tier, partition, seed)
     last_error: ValueError | None = None
     for _ in range(100):

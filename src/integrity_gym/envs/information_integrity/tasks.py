@@ -1,7 +1,7 @@
 """The information_integrity tasks (budgets are justified in the README).
 
-Floors (the best of doing nothing, a constant decision without reading, and random play: a
-constant decision on every tier) and ceilings (the oracle) are measured by
+Floors (the best of doing nothing, a constant decision without reading, and random play:
+random play on easy, a constant decision on medium and hard) and ceilings (the oracle) are measured by
 ``agents.redteam.bounds`` over eval seeds 0-99; each threshold follows by the published rule
 ``threshold_between``.
 """
@@ -14,11 +14,11 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         env="information_integrity",
         name="easy",
-        version=2,
+        version=3,
         tier="easy",
         description="One clear-cut claim with a fact-check verdict; trusted sources agree, one weak source dissents.",
-        success_threshold=threshold_between(0.17, 1.0),
-        floor=0.17,
+        success_threshold=threshold_between(0.195, 1.0),
+        floor=0.195,
         ceiling=1.0,
         max_steps=12,
         entry=_ENTRY,
@@ -27,11 +27,11 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         env="information_integrity",
         name="medium",
-        version=2,
+        version=3,
         tier="medium",
         description="Misleading statistics and mixed evidence: partial truths, unknown verdicts, outdated sources.",
-        success_threshold=threshold_between(0.133, 1.0),
-        floor=0.133,
+        success_threshold=threshold_between(0.126, 1.0),
+        floor=0.126,
         ceiling=1.0,
         max_steps=18,
         entry=_ENTRY,
@@ -40,11 +40,11 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         env="information_integrity",
         name="hard",
-        version=2,
+        version=3,
         tier="hard",
         description="Several claims, trusted sources in conflict, satire and outdated traps, harm-dependent policy.",
-        success_threshold=threshold_between(0.123, 1.0),
-        floor=0.123,
+        success_threshold=threshold_between(0.12, 1.0),
+        floor=0.12,
         ceiling=1.0,
         max_steps=24,
         entry=_ENTRY,

@@ -1,0 +1,67 @@
+"""Learned attacks: models fitted on the train partition that try to score on eval without the task.
+
+The rule-based red team plays fixed strategies; an RL user produces something stronger, a model
+fitted on the training items. Each environment's ``agents.redteam.learned.<env>`` module declares
+``LEARNED`` (a tuple of :class:`Learned`). A learned attack is fitted on train-partition episodes
+with only what an agent may see without doing the task (the observation before any evidence is
+read, the words of what was read without its structured fields, the claim's words, a picture's
+global statistics), or it plays the eval episodes in order and remembers every earlier episode's
+observations and rewards (a *memory* attack). It is then scored on eval seeds under the same
+:class:`~integrity_gym.agents.redteam.base.Bar` as every other attack. ``igym redteam --learned``
+runs them (scikit-learn, the ``learned`` extra) and ``tests/redteam/test_learned.py`` keeps them
+under the bar in ``make test``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from integrity_gym.agents.redteam.base import Attack
+from integrity_gym.core.registry import TaskSpec
+
+__all__ = ["TRAIN_EPISODES", "Learned", "as_attack", "learned_for"]
+
+#: Train-partition episodes a learned attack is fitted on unless told otherwise.
+TRAIN_EPISODES = 300
+
+
+@dataclass(frozen=True)
+class Learned:
+    """A learned attack on one environment.
+
+    ``fit(spec, train_seeds)`` fits the model on the train partition of ``spec``'s task (seeds
+    ``train_seeds``) and returns ``build(spec, seed) -> agent`` for eval episodes. A memory attack
+    ignores ``train_seeds`` and returns a ``build`` whose agents share one memory: the red team
+    plays eval seeds in increasing order and calls ``agent.observe(step_result)`` after every step
+    (as ``igym bench`` does), so the agent of seed ``s`` knows everything seeds before ``s`` showed.
+    """
+
+    name: str
+    #: What the model reads, in one sentence (docs/redteam.md prints it beside the row).
+    features: str
+    fit: Callable[[TaskSpec, Iterable[int]], Callable[[TaskSpec, int], Any]]
+    #: Tasks it applies to (all of the environment's by default).
+    applies: Callable[[TaskSpec], bool] = lambda spec: True
+    memory: bool = False
+
+
+def learned_for(env: str) -> tuple[Learned, ...]:
+    """The learned attacks on environment ``env`` (none for an environment without a module)."""
+    try:
+        module = importlib.import_module(f"integrity_gym.agents.redteam.learned.{env}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"integrity_gym.agents.redteam.learned.{env}":
+            return ()
+        raise
+    learned: tuple[Learned, ...] = module.LEARNED
+    return learned
+
+
+def as_attack(spec: TaskSpec, learned: Learned, train_seeds: Iterable[int]) -> Attack:
+    """Fit ``learned`` on ``spec``'s train partition and wrap the result as an :class:`Attack`."""
+    build = learned.fit(spec, train_seeds)
+    kind = "memory" if learned.memory else "learned"
+    return Attack(f"{kind}:{learned.name}", learned.features, build)
