@@ -307,8 +307,21 @@ def redteam(
     audit_episodes: Annotated[int, typer.Option(min=2, help="Eval episodes per policy in the audit.")] = 20,
     presidio: Annotated[bool, typer.Option(help="Add the presidio agent to the audit's pii panels.")] = False,
     audit_json: Annotated[Path | None, typer.Option(help="Also write the audit as JSON here.")] = None,
+    learned: Annotated[
+        bool,
+        typer.Option(
+            help="Also fit each environment's learned attacks on the train partition and play them "
+            "(scikit-learn: the learned extra)."
+        ),
+    ] = False,
+    train_episodes: Annotated[
+        int | None, typer.Option(min=1, help="Training items each learned attack is fitted on [default: 300].")
+    ] = None,
 ) -> None:
     """Play every degenerate agent on every task and show that none scores (exit 1 if one does).
+
+    With ``--learned`` also fit models on the train partition (and memory agents on the eval
+    episodes played in order) and hold them to the same bar.
 
     With ``--audit`` (the default) also play a panel of policies under every reward preset and
     check that the return ranks them as the grade does (exit 1 if a default preset does not).
@@ -319,6 +332,7 @@ def redteam(
 
     from integrity_gym.agents.redteam import bar_for, redteam_json, redteam_markdown, run_redteam
     from integrity_gym.agents.redteam.audit import audit_markdown, passes, run_audit
+    from integrity_gym.agents.redteam.learned import overlap_for
     from integrity_gym.bench.display import short_task
     from integrity_gym.core.seeding import data_mode
 
@@ -330,10 +344,13 @@ def redteam(
             console.print(f"{env}: every attack is judged on at least {bar_for(env).episodes} episodes "
                           f"(--episodes {episodes} raised; see its bar in docs/redteam.md)")  # fmt: skip
     with console.status("red team") as status:
-        results = run_redteam(
-            tasks, episodes=episodes, seed=seed,
-            on_result=lambda r: status.update(f"red team: {r.task_id} {r.attack} {r.mean:.3f}"),
-        )  # fmt: skip
+        try:
+            results = run_redteam(
+                tasks, episodes=episodes, seed=seed, learned=learned, train_episodes=train_episodes,
+                on_result=lambda r: status.update(f"red team: {r.task_id} {r.attack} {r.mean:.3f}"),
+            )  # fmt: skip
+        except ImportError as exc:
+            raise _fail(str(exc)) from exc
     for env in dict.fromkeys(spec.env for spec in specs):
         table = Table(
             Column("task", no_wrap=True), Column("attack", no_wrap=True), Column("mean", justify="right", min_width=5),
@@ -362,7 +379,8 @@ def redteam(
         console.print(summary)
     if markdown is not None:
         markdown.parent.mkdir(parents=True, exist_ok=True)
-        text = redteam_markdown(results, episodes=episodes, seed=seed)
+        overlaps = [o for spec in specs for o in overlap_for(spec)] if learned else []
+        text = redteam_markdown(results, episodes=episodes, seed=seed, overlaps=overlaps)
         if audits:
             text += "\n" + audit_markdown(audits, episodes=audit_episodes, seed=seed)
         markdown.write_text(text)

@@ -13,7 +13,7 @@ from integrity_gym.agents.redteam import Attack
 from integrity_gym.cli import app
 from integrity_gym.core.registry import make
 
-TASK = "information_integrity/easy-v2"
+TASK = "information_integrity/easy-v3"
 
 
 def test_table_and_markdown_name_every_attack(tmp_path: Path) -> None:
@@ -80,3 +80,27 @@ def test_the_table_reads_at_80_columns_and_says_when_episodes_are_raised() -> No
     assert max(len(line) for line in result.stdout.splitlines()) <= 80 and "…" not in result.stdout
     assert "speaker_names_and_every_number" in result.stdout and "hipaa_medical_medium-v3" in result.stdout
     assert "selective_verification: every attack is judged on at least 100 episodes" in " ".join(result.stdout.split())
+
+
+def test_learned_plays_the_fitted_attacks_and_documents_their_features(tmp_path: Path) -> None:
+    pytest.importorskip("sklearn")
+    from integrity_gym.agents.redteam.learned import learned_for
+
+    out = tmp_path / "redteam.md"
+    args = ["redteam", "--tasks", TASK, "--episodes", "2", "--no-audit", "--learned", "--train-episodes", "30"]
+    result = CliRunner().invoke(app, [*args, "--markdown", str(out)])
+    assert result.exit_code == 0, result.stdout
+    text = out.read_text()
+    for attack in learned_for("information_integrity"):
+        assert attack.attack_name in result.stdout and f"| {attack.attack_name} |" in text
+        assert f"- **{attack.attack_name}**: {attack.features}" in text
+    assert "| task | form | train | eval | eval share seen in train |" in text
+    assert f"| `{TASK}` | checked source text (claim, topic, outlet masked) | 24 | 24 | 0% |" in text
+    plain = CliRunner().invoke(app, ["redteam", "--tasks", TASK, "--episodes", "2", "--no-audit"])
+    assert "learned:" not in plain.stdout  # only asked for
+
+
+def test_learned_without_scikit_learn_says_which_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(__import__("sys").modules, "sklearn", None)
+    result = CliRunner().invoke(app, ["redteam", "--tasks", TASK, "--episodes", "2", "--no-audit", "--learned"])
+    assert result.exit_code == 2 and "integrity-gym[learned]" in " ".join(result.stdout.split())

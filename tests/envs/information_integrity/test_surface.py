@@ -13,8 +13,8 @@ from collections import Counter
 import pytest
 
 from integrity_gym.envs.information_integrity.generator import generate
-from integrity_gym.envs.information_integrity.models import DIFFICULTIES, Scenario
-from integrity_gym.envs.information_integrity.surface import EVAL, TRAIN, Surface
+from integrity_gym.envs.information_integrity.models import DIFFICULTIES
+from integrity_gym.envs.information_integrity.surface import EVAL, TRAIN, Surface, frames
 
 #: Words no phrasing can do without; everything else in a template belongs to one partition.
 FUNCTION_WORDS = {"a", "and", "by", "for", "from", "in", "is", "it", "me", "of", "on", "that", "the", "this", "to"}
@@ -34,31 +34,10 @@ def test_the_partitions_share_only_function_words() -> None:
     assert not set(TRAIN.places) & set(EVAL.places) and not set(TRAIN.mastheads) & set(EVAL.mastheads)
 
 
-def _mask(text: str, fillers: list[str]) -> str:
-    for filler in sorted(fillers, key=len, reverse=True):
-        text = re.sub(re.escape(filler), "_", text, flags=re.IGNORECASE)
-    return text
-
-
-def _frames(scenarios: list[Scenario]) -> dict[str, set[str]]:
-    """Each visible text with its item's fillers (claims, topic, outlet name) masked, and each domain."""
-    out: dict[str, set[str]] = {"source": set(), "title": set(), "domain": set(), "post": set()}
-    for s in scenarios:
-        fillers = [*(c.text.rstrip(".") for c in s.claims), s.topic]
-        out["post"].add(_mask(s.content, fillers))
-        for src in s.sources:
-            domain = src.url.split("/")[2]
-            place, masthead = domain.removesuffix(".example").split("-")
-            out["domain"].add(domain)
-            out["title"].add(_mask(src.title, fillers))
-            out["source"].add(_mask(src.text, [*fillers, f"the {place} {masthead}", f"{place} {masthead}"]))
-    return out
-
-
 @pytest.mark.parametrize("tier", DIFFICULTIES)
 def test_no_eval_phrasing_occurs_in_training(tier: str) -> None:
-    train = _frames([generate(tier, seed, "train") for seed in range(300)])
-    held = _frames([generate(tier, seed, "eval") for seed in range(300)])
+    train = frames([generate(tier, seed, "train") for seed in range(300)])
+    held = frames([generate(tier, seed, "eval") for seed in range(300)])
     for kind in train:
         assert not train[kind] & held[kind], kind
 

@@ -11,8 +11,14 @@ the checked fields. ``tests/envs/information_integrity/test_surface.py`` checks 
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from integrity_gym.envs.information_integrity.models import Scenario
 
 Partition = Literal["train", "eval"]
 
@@ -169,3 +175,29 @@ EVAL = Surface(
 )  # fmt: skip
 
 SURFACES: dict[Partition, Surface] = {"train": TRAIN, "eval": EVAL}
+
+
+def _mask(text: str, fillers: Iterable[str]) -> str:
+    for filler in sorted(fillers, key=len, reverse=True):
+        text = re.sub(re.escape(filler), "_", text, flags=re.IGNORECASE)
+    return text
+
+
+def frames(scenarios: Iterable[Scenario]) -> dict[str, Counter[str]]:
+    """The surface forms of ``scenarios``: each visible text with its item's fillers masked, and each domain.
+
+    Kinds: ``source`` (a checked source's text without claim, topic and outlet name), ``title``,
+    ``post`` (the post around its claims) and ``domain`` (the outlet's), each counted. Comparing
+    two partitions' forms measures what a model of training wording could recognise on eval.
+    """
+    out: dict[str, Counter[str]] = {kind: Counter() for kind in ("source", "title", "post", "domain")}
+    for s in scenarios:
+        fillers = [*(c.text.rstrip(".") for c in s.claims), s.topic]
+        out["post"][_mask(s.content, fillers)] += 1
+        for src in s.sources:
+            domain = src.url.split("/")[2]
+            place, masthead = domain.removesuffix(".example").split("-")
+            out["domain"][domain] += 1
+            out["title"][_mask(src.title, fillers)] += 1
+            out["source"][_mask(src.text, [*fillers, f"the {place} {masthead}", f"{place} {masthead}"])] += 1
+    return out

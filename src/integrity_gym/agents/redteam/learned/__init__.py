@@ -2,14 +2,16 @@
 
 The rule-based red team plays fixed strategies; an RL user produces something stronger, a model
 fitted on the training items. Each environment's ``agents.redteam.learned.<env>`` module declares
-``LEARNED`` (a tuple of :class:`Learned`). A learned attack is fitted on train-partition episodes
-with only what an agent may see without doing the task (the observation before any evidence is
-read, the words of what was read without its structured fields, the claim's words, a picture's
-global statistics), or it plays the eval episodes in order and remembers every earlier episode's
-observations and rewards (a *memory* attack). It is then scored on eval seeds under the same
+``LEARNED`` (a tuple of :class:`Learned`) and may declare ``surface_overlap(spec)`` (a list of
+:class:`Overlap`: how much of each kind of surface form eval shares with train). A learned
+attack is fitted on train-partition episodes with only what an agent may see without doing the
+task (the observation before any evidence is read, the words of what was read without its
+structured fields, the claim's words, a picture's global statistics), or it plays the eval
+episodes in order and remembers every earlier episode's observations and rewards (a *memory*
+attack). It is then scored on eval seeds under the same
 :class:`~integrity_gym.agents.redteam.base.Bar` as every other attack. ``igym redteam --learned``
-runs them (scikit-learn, the ``learned`` extra) and ``tests/redteam/test_learned.py`` keeps them
-under the bar in ``make test``.
+runs them (scikit-learn, the ``learned`` extra) and ``tests/redteam/test_learned_*.py`` keep
+them under the bar in ``make test``.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from integrity_gym.agents.redteam.base import Attack
 from integrity_gym.core.registry import TaskSpec
 
-__all__ = ["TRAIN_EPISODES", "Learned", "as_attack", "learned_for"]
+__all__ = ["TRAIN_EPISODES", "Learned", "Overlap", "as_attack", "learned_for", "overlap_for"]
 
 #: Train-partition episodes a learned attack is fitted on unless told otherwise.
 TRAIN_EPISODES = 300
@@ -47,21 +50,48 @@ class Learned:
     applies: Callable[[TaskSpec], bool] = lambda spec: True
     memory: bool = False
 
+    @property
+    def attack_name(self) -> str:
+        """Its name in red-team tables, ``learned:<name>``."""
+        return f"learned:{self.name}"
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """How much of one kind of surface form the eval partition shares with the train partition."""
+
+    task_id: str
+    #: What is compared, e.g. "source text (claim, topic and outlet masked)".
+    form: str
+    #: Distinct forms in the train and eval samples.
+    train: int
+    eval: int
+    #: Share of the eval sample's occurrences whose form also occurs in the train sample.
+    shared: float
+
+
+def _module(env: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(f"integrity_gym.agents.redteam.learned.{env}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"integrity_gym.agents.redteam.learned.{env}":
+            return None
+        raise
+
 
 def learned_for(env: str) -> tuple[Learned, ...]:
     """The learned attacks on environment ``env`` (none for an environment without a module)."""
-    try:
-        module = importlib.import_module(f"integrity_gym.agents.redteam.learned.{env}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"integrity_gym.agents.redteam.learned.{env}":
-            return ()
-        raise
-    learned: tuple[Learned, ...] = module.LEARNED
+    module = _module(env)
+    learned: tuple[Learned, ...] = () if module is None else module.LEARNED
     return learned
+
+
+def overlap_for(spec: TaskSpec) -> list[Overlap]:
+    """The train/eval surface overlap of ``spec``'s task: its environment module's ``surface_overlap(spec)``."""
+    hook = getattr(_module(spec.env), "surface_overlap", None)
+    return [] if hook is None else list(hook(spec))
 
 
 def as_attack(spec: TaskSpec, learned: Learned, train_seeds: Iterable[int]) -> Attack:
     """Fit ``learned`` on ``spec``'s train partition and wrap the result as an :class:`Attack`."""
-    build = learned.fit(spec, train_seeds)
-    kind = "memory" if learned.memory else "learned"
-    return Attack(f"{kind}:{learned.name}", learned.features, build)
+    return Attack(learned.attack_name, learned.features, learned.fit(spec, train_seeds))

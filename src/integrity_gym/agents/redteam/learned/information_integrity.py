@@ -9,12 +9,11 @@ of the wording has nothing to carry over; a model that *did* carry over would be
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from integrity_gym.agents.redteam.information_integrity import _STATUS_FOR, _next_read, _obs
-from integrity_gym.agents.redteam.learned import Learned
+from integrity_gym.agents.redteam.learned import Learned, Overlap
 from integrity_gym.core.registry import TaskSpec
 from integrity_gym.core.seeding import make_rng
 from integrity_gym.envs.information_integrity.generator import generate
@@ -25,6 +24,7 @@ from integrity_gym.envs.information_integrity.models import (
     IntegrityObservation,
     Scenario,
 )
+from integrity_gym.envs.information_integrity.surface import frames
 
 
 def _precheck_text(obs: IntegrityObservation) -> str:
@@ -182,6 +182,31 @@ def _fit_memory(spec: TaskSpec, seeds: Iterable[int]) -> Callable[[TaskSpec, int
 def forgetful(spec: TaskSpec, seed: int) -> _Remembering:
     """The memory agent with nothing remembered: the arm a memory's gain is measured against."""
     return _Remembering(None, seed)
+
+
+_FORMS = {
+    "source": "checked source text (claim, topic, outlet masked)",
+    "title": "source title (topic masked)",
+    "post": "post around its claims",
+    "domain": "outlet domain (name)",
+}
+
+
+def surface_overlap(spec: TaskSpec, n: int = 300) -> list[Overlap]:
+    """Each kind of surface form over ``n`` train and ``n`` eval scenarios of ``spec``'s tier."""
+    tier = spec.config.get("difficulty", spec.tier)
+    train = frames(generate(tier, seed, "train") for seed in range(n))
+    held = frames(generate(tier, seed, "eval") for seed in range(n))
+    return [
+        Overlap(
+            spec.id,
+            _FORMS[kind],
+            len(train[kind]),
+            len(held[kind]),
+            sum(c for form, c in held[kind].items() if form in train[kind]) / sum(held[kind].values()),
+        )
+        for kind in _FORMS
+    ]
 
 
 LEARNED: tuple[Learned, ...] = (
