@@ -132,6 +132,13 @@ def bench(
     partition: Annotated[str, typer.Option(help="Items from: eval, train, all, or default (the env's).")] = "eval",
     max_steps: Annotated[int | None, typer.Option(min=1, help="Step cap per episode.")] = None,
     server: Annotated[str | None, typer.Option(help="Play against a running `igym serve` at this URL.")] = None,
+    sealed: Annotated[
+        bool,
+        typer.Option(
+            help="Play a sealed evaluation of --server (`igym serve --sealed`): the server draws the items, hands "
+            "each out once and releases the grades at the end (docs/evaluation.md)."
+        ),
+    ] = False,
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes played at once.")] = 1,
     config: Annotated[list[str] | None, typer.Option(help="Env config override KEY=VALUE (JSON value).")] = None,
     max_failures: Annotated[
@@ -166,6 +173,7 @@ def bench(
 
     from integrity_gym.bench.display import LiveProgress, print_summary
     from integrity_gym.bench.runner import BenchConfig, resume_bench, run_bench
+    from integrity_gym.core.seeding import data_mode
 
     if echo not in ("none", "end", "all"):
         raise _fail(f"--echo must be none, end or all, not {echo!r}")
@@ -219,9 +227,18 @@ def bench(
                     tasks=",".join(tasks or ["*"]), agent=agent, seed=seed, seeds=seed_list,
                     episodes=len(seed_list) if seed_list else episodes, epochs=epochs,
                     partition=None if partition == "default" else partition, max_steps=max_steps, server=server,
-                    concurrency=concurrency, env_config=env_config, keep_observations=not no_observations,
-                    local_llm=local_llm, max_failures=max_failures,
+                    sealed=sealed, concurrency=concurrency, env_config=env_config,
+                    keep_observations=not no_observations, local_llm=local_llm, max_failures=max_failures,
                 )  # fmt: skip
+                if not server and data_mode() != "public":
+                    console.print(
+                        "note: the items are keyed by IGYM_EVAL_SECRET in this process; a Python agent running "
+                        "here could read the secret and rebuild them, so this holds out only agents that cannot "
+                        "reach the process (the llm agent behind its endpoint). A held-out evaluation any agent "
+                        "can take: `igym serve --sealed` and `igym bench --server URL --sealed` "
+                        "(docs/evaluation.md).",
+                        highlight=False,
+                    )
                 shown = llm_settings.model_name if llm_settings else agent
                 with LiveProgress(console, echo=echo, model=shown) as live:  # type: ignore[arg-type]
                     result = run_bench(bench=options, out_dir=out, db_path=database, llm_settings=llm_settings,

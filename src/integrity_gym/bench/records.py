@@ -46,7 +46,9 @@ class EpisodeRecord(_Record):
     env: str = Field(description="Environment of the task.")
     tier: str = Field(description="Difficulty tier of the task.")
     index: int = Field(ge=0, description="Episode index within the task (epoch * seeds + position).")
-    seed: int = Field(ge=0, description="Reset seed: which item was played.")
+    seed: int = Field(
+        ge=0, description="Reset seed: which item was played (a sealed run: the position; the server chose the item)."
+    )
     epoch: int = Field(0, ge=0, description="Repeat of the same seed (--epochs), from 0.")
     agent: str = Field(description="Agent name.")
     threshold: float = Field(description="Success threshold of the task.")

@@ -60,11 +60,22 @@ class RunData:
         return str(self.summary.get("run_id") or self.config.get("run_id") or self.path.name)
 
     @property
+    def data_mode(self) -> str:
+        """How the run's items were derived: public, secret:<fingerprint> or sealed:<fingerprint>."""
+        return str(self.config.get("data_mode") or "public")
+
+    @property
+    def sealed(self) -> bool:
+        """Played as a sealed evaluation: the server drew the items and graded them at the end."""
+        return self.data_mode.startswith("sealed:")
+
+    @property
     def label(self) -> str:
-        """Agent (and model) of the run: what legends show."""
+        """Agent (and model) of the run, marked when sealed: what legends show."""
         agent = str(self.summary.get("agent") or self.config.get("bench", {}).get("agent") or "?")
         model = self.summary.get("model")
-        return agent if not model or model == agent else f"{agent}: {str(model).rsplit('/', 1)[-1]}"
+        name = agent if not model or model == agent else f"{agent}: {str(model).rsplit('/', 1)[-1]}"
+        return f"{name} [sealed]" if self.sealed else name
 
     @property
     def tasks(self) -> list[str]:
@@ -469,7 +480,12 @@ def results_markdown(
     for run in runs:
         n = {t: s.get("episodes") for t, s in run.summary.get("tasks", {}).items()}
         per_task = sorted(set(n.values()))
-        lines.append(f"- **{run.label}**: {', '.join(map(str, per_task))} episode(s) per task; "
+        items = (
+            f"items drawn for this run by a sealed server and graded when it closed (`{run.data_mode}`)"
+            if run.sealed
+            else f"items `{run.data_mode}`"
+        )
+        lines.append(f"- **{run.label}**: {', '.join(map(str, per_task))} episode(s) per task; {items}; "
                      f"reproduce with `{run.summary.get('reproduce', '')}`")  # fmt: skip
     lines.append("")
     for key, heading, caption in FIGURES:

@@ -28,10 +28,11 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from integrity_gym.bench import logs
 from integrity_gym.bench.records import EpisodeRecord, StepRecord, TaskSummary, Usage
@@ -47,6 +48,9 @@ from integrity_gym.core.env import describe_validation_error
 from integrity_gym.core.registry import TaskSpec, get_spec
 from integrity_gym.core.seeding import data_mode, derive_seed
 from integrity_gym.core.types import Grade
+
+if TYPE_CHECKING:
+    from integrity_gym.client.evaluation import SealedEvaluation
 
 Partition = Literal["train", "eval", "all"]
 _SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
@@ -71,6 +75,9 @@ class BenchConfig(BaseModel):
     partition: Partition | None = Field("eval", description="Partition of generated items (None: env default).")
     max_steps: int | None = Field(None, ge=1, description="Step cap per episode on top of the task's own.")
     server: str | None = Field(None, description="URL of an `igym serve` to play against (None: in-process).")
+    sealed: bool = Field(
+        False, description="Play a sealed evaluation of the server: it draws the items, grades at the end."
+    )
     concurrency: int = Field(1, ge=1, le=512, description="Episodes played at once.")
     env_config: dict[str, Any] = Field(default_factory=dict, description="Config overrides for every env.")
     keep_observations: bool = Field(True, description="Store every observation in episodes.jsonl.")
@@ -83,6 +90,15 @@ class BenchConfig(BaseModel):
         if value is not None and (not value or min(value) < 0 or len(set(value)) != len(value)):
             raise ValueError("seeds must be distinct non-negative integers, at least one")
         return value
+
+    @model_validator(mode="after")
+    def _check_sealed(self) -> BenchConfig:
+        if self.sealed:
+            if not self.server:
+                raise ValueError("sealed: a sealed evaluation is played against a server; pass --server URL")
+            if self.epochs > 1 or self.seeds is not None:
+                raise ValueError("sealed: the server chooses the items and hands each out once: no --epochs or --seeds")
+        return self
 
     def seed_list(self) -> list[int]:
         """The seed of every episode index."""
@@ -124,11 +140,13 @@ def play_episode(
     epoch: int = 0,
     llm_settings: Any = None,
     stop: threading.Event | None = None,
+    handle: str | None = None,
 ) -> EpisodeRecord:
     """Play one episode and return its full record (a line of ``episodes.jsonl``).
 
     An exception inside the episode is caught and recorded in ``error``; ``RunInterrupted`` is
-    raised when ``stop`` is set between steps.
+    raised when ``stop`` is set between steps. With ``handle`` the episode is one of a sealed
+    evaluation: it starts from the handle, and its grade comes when the evaluation closes.
     """
     started = time.perf_counter()
     cap = min(c for c in (config.max_steps, (config.llm or {}).get("max_steps"), 10**9) if c is not None)
@@ -149,7 +167,7 @@ def play_episode(
         # a one-epoch run is unchanged): otherwise a seeded agent replays the first epoch exactly.
         agent_seed = seed if epoch == 0 else derive_seed("bench/agent", seed, epoch) % 2**31
         agent = build_agent(config.agent, env, agent_seed, llm_settings)
-        obs = env.reset(seed=seed, options=options)
+        obs = env.reset(handle=handle) if handle else env.reset(seed=seed, options=options)
         if config.keep_observations:
             reset_observation = _jsonable(obs)
         while not env.done:
@@ -183,9 +201,10 @@ def play_episode(
                     llm=call,
                 )
             )
-        grade: Grade = env.grade()
-        outcome = {"score": grade.score, "success": grade.success, "threshold": grade.threshold,
-                   "grade": grade.model_dump(mode="json"), "explanation": _explanation(env)}  # fmt: skip
+        if handle is None:  # a sealed episode's grade is released with the whole evaluation
+            grade: Grade = env.grade()
+            outcome = {"score": grade.score, "success": grade.success, "threshold": grade.threshold,
+                       "grade": grade.model_dump(mode="json"), "explanation": _explanation(env)}  # fmt: skip
     except RunInterrupted:
         raise
     except Exception as exc:
@@ -274,6 +293,8 @@ def reproduce_command(
         parts += ["--max-steps", str(config.max_steps)]
     if config.server:
         parts += ["--server", shlex.quote(config.server)]
+    if config.sealed:
+        parts.append("--sealed")
     for key, value in sorted(config.env_config.items()):
         parts += ["--config", shlex.quote(f"{key}={json.dumps(value)}")]
     if not config.keep_observations:
@@ -390,6 +411,7 @@ def run_bench(
         bench = bench.model_copy(update={"llm": llm_settings.public()})
     if check:
         preflight(bench, specs, llm_settings)
+    evaluation = _open_evaluation(bench, specs) if bench.sealed else None
     model = (bench.llm or {}).get("model_name")
     run_id = new_run_id(bench.agent, model)
     out = out_dir or Path("outputs") / run_id
@@ -411,10 +433,49 @@ def run_bench(
         "run_id": run_id, "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "bench": bench.model_dump(mode="json"), "tasks": [s.model_dump(mode="json") for s in specs],
         "seeds": bench.seed_list(), "environment": env_vars, "reproduce": replay, "invoked_as": command,
-        "python": platform.python_version(), "igym_version": _version(), "data_mode": run_data_mode(bench),
+        "python": platform.python_version(), "igym_version": _version(),
+        "data_mode": evaluation.sealed_mode if evaluation else run_data_mode(bench),
     }  # fmt: skip
+    if evaluation is not None:
+        resolved["evaluation"] = {"id": evaluation.evaluation_id, "server": evaluation.url}
     (out / "config.json").write_text(json.dumps(resolved, indent=2, sort_keys=True) + "\n")
-    return _play_run(resolved, bench, specs, out, db, [], llm_settings, progress, stop)
+    return _play_run(resolved, bench, specs, out, db, [], llm_settings, progress, stop, evaluation)
+
+
+def _open_evaluation(bench: BenchConfig, specs: Sequence[TaskSpec]) -> SealedEvaluation:
+    """Ask the sealed server for the run's episodes; ``SetupError`` with the server's reason if it refuses."""
+    from integrity_gym.client.evaluation import SealedEvaluation
+
+    assert bench.server is not None  # the config's validator requires it
+    try:
+        evaluation = SealedEvaluation.open(bench.server, [s.id for s in specs], bench.episodes)
+    except (ConnectionError, RuntimeError) as exc:
+        raise SetupError(f"the server {bench.server} opened no sealed evaluation: {exc}") from exc
+    served = {(e.task_id, e.index) for e in evaluation.episodes}
+    missing = [(s.id, i) for s in specs for i in range(bench.episodes) if (s.id, i) not in served]
+    if missing:
+        raise SetupError(f"the sealed evaluation {evaluation.evaluation_id} lacks episodes {missing[:3]}...")
+    return evaluation
+
+
+def _release(records: list[EpisodeRecord], evaluation: SealedEvaluation) -> list[EpisodeRecord]:
+    """Close the evaluation and put each episode's released grade and explanation in its record."""
+    results = {(r.task_id, r.index): r for r in evaluation.close()}
+    out = []
+    for record in records:
+        result = results.get((record.task_id, record.index))
+        if record.error or result is None or result.grade is None:
+            out.append(record)
+            continue
+        grade = Grade.model_validate(result.grade)
+        explanation = result.explanation
+        if explanation is not None and not isinstance(explanation, str):
+            explanation = json.dumps(explanation, indent=1)
+        out.append(record.model_copy(update={
+            "score": grade.score, "success": grade.success, "threshold": grade.threshold,
+            "grade": grade.model_dump(mode="json"), "explanation": explanation,
+        }))  # fmt: skip
+    return out
 
 
 def resume_bench(
@@ -439,6 +500,11 @@ def resume_bench(
         bench = BenchConfig.model_validate(resolved["bench"])
     except (ValueError, KeyError) as exc:
         raise SetupError(f"{config_path} is not a run configuration this igym can resume: {exc}") from exc
+    if bench.sealed:
+        raise SetupError(
+            f"{out_dir} is a sealed evaluation: its handles were handed out once and cannot be played again; "
+            "start a new one with `igym bench --server URL --sealed`"
+        )
     specs = [get_spec(t["id"]) for t in resolved["tasks"]]
     if bench.agent == "llm" and llm_settings is None:
         from integrity_gym.agents.llm import LLMSettings
@@ -462,8 +528,10 @@ def _play_run(
     llm_settings: Any,
     progress: ProgressHook | None,
     stop: threading.Event | None,
+    evaluation: SealedEvaluation | None = None,
 ) -> RunResult:
     run_id, replay = resolved["run_id"], resolved["reproduce"]
+    handles = {(e.task_id, e.index): e.handle for e in evaluation.episodes} if evaluation else {}
     model = (bench.llm or {}).get("model_name")
     model_label = model or bench.agent
     seeds = bench.seed_list()
@@ -499,9 +567,9 @@ def _play_run(
         def submit() -> None:
             while queue and len(pending) < bench.concurrency * 2:
                 spec, index, s, epoch = queue.pop()
-                pending.add(
-                    pool.submit(play_episode, spec, bench, index, s, epoch=epoch, llm_settings=llm_settings, stop=stop)
-                )
+                handle = handles.get((spec.id, index))
+                episode = partial(play_episode, epoch=epoch, llm_settings=llm_settings, stop=stop, handle=handle)
+                pending.add(pool.submit(episode, spec, bench, index, s))
 
         def collect(future: Future[EpisodeRecord]) -> None:
             try:
@@ -513,7 +581,7 @@ def _play_run(
             ep_file.flush()
             log_file.write("\n".join(logs.episode_block(record, model_label)) + "\n")
             log_file.flush()
-            if db is not None:
+            if db is not None and evaluation is None:  # a sealed episode is recorded once graded
                 db.add_episode(run_id, record)
             if progress:
                 progress("episode", record)
@@ -545,6 +613,11 @@ def _play_run(
                         collect(future)
             pool.shutdown(wait=False, cancel_futures=True)
             _restore_interrupt(previous)
+    if evaluation is not None:
+        records = _release(records, evaluation)
+        if db is not None:
+            for record in records:
+                db.add_episode(run_id, record)
     records = _sorted(records)
     # Rewrite in a stable order so two runs of the same command give identical files.
     episodes_path.write_text("".join(r.model_dump_json() + "\n" for r in records))

@@ -69,8 +69,9 @@ def preflight(config: BenchConfig, specs: Sequence[TaskSpec], llm_settings: Any 
     """Check, before any episode, everything that would make every episode fail.
 
     The server answers ``/health``; every selected environment builds with the config and resets
-    on the first seed; the agent builds for it (unknown names, a missing ``llm`` extra); the model
-    endpoint answers. Raises ``SetupError`` with one message naming the problem and the fix.
+    on the first seed (a sealed run builds it in-process instead: the server refuses such
+    resets); the agent builds for it (unknown names, a missing ``llm`` extra); the model endpoint
+    answers. Raises ``SetupError`` with one message naming the problem and the fix.
     """
     import httpx
 
@@ -95,8 +96,11 @@ def preflight(config: BenchConfig, specs: Sequence[TaskSpec], llm_settings: Any 
         env: Any = None
         try:
             try:
-                env = make_env(spec, config)
-                env.reset(seed=config.seed_list()[0], options=reset_options(config))
+                if config.sealed:  # the server starts episodes from its handles only: build the agent locally
+                    env = make(spec.id)
+                else:
+                    env = make_env(spec, config)
+                    env.reset(seed=config.seed_list()[0], options=reset_options(config))
             except Exception as exc:
                 raise SetupError(
                     f"{spec.id} cannot start: {type(exc).__name__}: {exc}"

@@ -108,13 +108,18 @@ class _Base:
 
     # ------------------------------------------------------------ helpers shared by both
     def _reset_body(
-        self, seed: int | None, task: str | None, scenario_id: str | int | None, options: Mapping[str, Any] | None
+        self,
+        seed: int | None,
+        task: str | None,
+        scenario_id: str | int | None,
+        options: Mapping[str, Any] | None,
+        handle: str | None,
     ) -> dict[str, Any]:
         target = self.spec if task is None or task == self.spec.id else get_spec(task)
         if target.env != self.env_name:
             raise ValueError(f"task {target.id!r} is not a {self.env_name} task")
         self.spec = target
-        return reset_payload(seed, target.id, scenario_id, options)
+        return reset_payload(seed, None if handle else target.id, scenario_id, options, handle)
 
     def _on_observation(self, data: Mapping[str, Any]) -> Any:
         obs = self.observation_type.model_validate(data)
@@ -222,13 +227,13 @@ class RemoteEnv(_Base):
                 self._fatal = False
                 self._drop_ws()
 
-    def _ws_call(self, message: dict[str, Any], *, reconnect: bool = False) -> dict[str, Any]:
+    def _ws_call(self, message: dict[str, Any], *, reconnect: bool = False, retry: bool = True) -> dict[str, Any]:
         from websockets.exceptions import ConnectionClosed
 
         if self._ws is None and not reconnect:
             raise SessionLostError("the connection was lost; call reset() to start again", "SESSION_ERROR")
         try:
-            if reconnect:  # only a reset may start over on a new connection
+            if reconnect and retry:  # only a reset may start over on a new connection
                 reply: dict[str, Any] = retrying(self.retries, ws_reset_retry())(self._ws_exchange, message)
                 return reply
             return self._ws_exchange(message)
@@ -262,16 +267,21 @@ class RemoteEnv(_Base):
         task: str | None = None,
         scenario_id: str | int | None = None,
         options: Mapping[str, Any] | None = None,
+        handle: str | None = None,
     ) -> Any:
-        """Start a new episode and return its first observation."""
-        body = self._reset_body(seed, task, scenario_id, options)
+        """Start a new episode and return its first observation.
+
+        ``handle`` starts an episode of a sealed evaluation (``client.evaluation``) instead: the
+        server chose its item, and a handle starts once, so its reset is never repeated.
+        """
+        body = self._reset_body(seed, task, scenario_id, options, handle)
         if self.transport == "ws":
-            data = self._ws_call({"type": "reset", "data": body}, reconnect=True)
+            data = self._ws_call({"type": "reset", "data": body}, reconnect=True, retry=handle is None)
             self.session_id = (data.get("metadata") or {}).get("session_id")
             return self._on_observation(data["observation"])
         if self.session_id is not None:
             self._forget_http_session()
-        data = self._http_call("POST", "/reset", body, repeatable=True)
+        data = self._http_call("POST", "/reset", body, repeatable=handle is None)
         self.session_id = data["session_id"]
         return self._on_observation(data["observation"])
 
@@ -384,14 +394,14 @@ class AsyncRemoteEnv(_Base):
                 self._fatal = False
                 await self._drop_ws()
 
-    async def _ws_call(self, message: dict[str, Any], *, reconnect: bool = False) -> dict[str, Any]:
+    async def _ws_call(self, message: dict[str, Any], *, reconnect: bool = False, retry: bool = True) -> dict[str, Any]:
         from websockets.exceptions import ConnectionClosed
 
         async with self._lock:  # one request in flight per connection keeps replies paired
             if self._ws is None and not reconnect:
                 raise SessionLostError("the connection was lost; call reset() to start again", "SESSION_ERROR")
             try:
-                if reconnect:  # only a reset may start over on a new connection
+                if reconnect and retry:  # only a reset may start over on a new connection
                     reply: dict[str, Any] = await async_retrying(self.retries, ws_reset_retry())(
                         self._ws_exchange, message
                     )
@@ -428,16 +438,17 @@ class AsyncRemoteEnv(_Base):
         task: str | None = None,
         scenario_id: str | int | None = None,
         options: Mapping[str, Any] | None = None,
+        handle: str | None = None,
     ) -> Any:
-        """Start a new episode and return its first observation."""
-        body = self._reset_body(seed, task, scenario_id, options)
+        """Start a new episode and return its first observation (``handle``: see ``RemoteEnv.reset``)."""
+        body = self._reset_body(seed, task, scenario_id, options, handle)
         if self.transport == "ws":
-            data = await self._ws_call({"type": "reset", "data": body}, reconnect=True)
+            data = await self._ws_call({"type": "reset", "data": body}, reconnect=True, retry=handle is None)
             self.session_id = (data.get("metadata") or {}).get("session_id")
             return self._on_observation(data["observation"])
         if self.session_id is not None:
             await self._forget_http_session()
-        data = await self._http_call("POST", "/reset", body, repeatable=True)
+        data = await self._http_call("POST", "/reset", body, repeatable=handle is None)
         self.session_id = data["session_id"]
         return self._on_observation(data["observation"])
 

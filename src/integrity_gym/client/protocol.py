@@ -69,9 +69,20 @@ def action_payload(action: Any) -> Any:
 
 
 def reset_payload(
-    seed: int | None, task: str | None, scenario_id: str | int | None, options: Mapping[str, Any] | None
+    seed: int | None,
+    task: str | None,
+    scenario_id: str | int | None,
+    options: Mapping[str, Any] | None,
+    handle: str | None = None,
 ) -> dict[str, Any]:
-    """The reset arguments that were given (omitted ones use the server's defaults)."""
+    """The reset arguments that were given (omitted ones use the server's defaults).
+
+    A sealed episode is started by its ``handle`` alone: the server chose its item.
+    """
+    if handle is not None:
+        if seed is not None or scenario_id is not None or options is not None:
+            raise ValueError("a sealed episode starts from its handle alone: no seed, scenario_id or options")
+        return {"handle": handle}
     payload: dict[str, Any] = {}
     if seed is not None:
         payload["seed"] = seed
