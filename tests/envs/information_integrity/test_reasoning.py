@@ -90,7 +90,7 @@ def test_a_wrong_inference_lowers_precision_without_voiding() -> None:
 def test_reasoning_that_cites_no_decisive_source_scores_zero() -> None:
     """A right conclusion with nothing read behind it is not an explanation."""
     graded = grade_reasoning("claim_2 is false. harm is medium.", SCENARIO, ALL_IDS)
-    assert graded.score == 0.0 and graded.void == "it cites no decisive source"
+    assert graded.score == 0.0 and graded.void.startswith("it cites no decisive source it checked")
     # Citing a source that was read but is not decisive (satire) does not count either.
     assert grade_reasoning("claim_2 is false. src_3 supports claim_2. harm is medium", SCENARIO, ALL_IDS).score == 0
     assert grade_reasoning("claim_2 is false. src_5 refutes claim_2. harm is medium", SCENARIO, ALL_IDS).score == 0.75
@@ -188,12 +188,15 @@ def test_every_way_to_score_zero_says_which_it_is() -> None:
     assert not grade_reasoning(f"{GOOD} src_6 is outdated.", SCENARIO, ALL_IDS, statement_cap=5).over_cap
     unread = grade_reasoning("src_1 refutes claim_2. src_5 refutes claim_9. src_6 supports claim_1", SCENARIO, [])
     why = "'src_1 refutes claim_2' cites src_1, claim_2, never checked or verified"
-    assert unread == ReasoningScore(0.0, 0.0, 0.0, unread.statements, (), False, why)
+    # claim_9 is no claim of this scenario, so that sentence holds no statement and is named back.
+    assert unread == ReasoningScore(0.0, 0.0, 0.0, unread.statements, (), False, why, ("src_5 refutes claim_9.",))
     assert len(unread.statements) == 2  # claim_9 is not a claim of this scenario, so not a statement
     no_source = grade_reasoning("claim_2 is false. harm is medium.", SCENARIO, ALL_IDS)
     assert no_source == ReasoningScore(
-        0.0, 0.0, 0.0, no_source.statements, no_source.correct, False, "it cites no decisive source"
-    )
+        0.0, 0.0, 0.0, no_source.statements, no_source.correct, False,
+        "it cites no decisive source it checked: write its stance as a typed statement such as "
+        "'src_1 refutes claim_2'",
+    )  # fmt: skip
     assert len(no_source.statements) == 2
     assert [s.text for s in no_source.correct] == ["claim_2 is false", "harm is medium"]
     full = grade_reasoning(GOOD, SCENARIO, ALL_IDS)
@@ -213,4 +216,32 @@ def test_a_status_or_a_discount_of_an_unread_id_voids_the_reasoning() -> None:
     discount = grade_reasoning("src_6 is outdated.", SCENARIO, ["claim_2"])
     assert discount.void == "'src_6 is outdated' cites src_6, never checked or verified"
     # The harm level is shown to everyone: stating it cites nothing unread (it earns nothing alone, though).
-    assert grade_reasoning("harm is medium.", SCENARIO, []).void == "it cites no decisive source"
+    assert grade_reasoning("harm is medium.", SCENARIO, []).void == (
+        "it cites no decisive source it checked: write its stance as a typed statement of the form "
+        "'<source> supports|refutes <claim>'"
+    )
+
+
+def test_prose_is_named_back_as_not_understood_and_the_ids_it_names_are_said() -> None:
+    """Prose about two read sources scores 0, and the grade says why instead of "cites no source"."""
+    prose = "Both src_1 and src_5 say claim_2 is wrong; they are reliable. So I remove it."
+    graded = grade_reasoning(prose, SCENARIO, ALL_IDS)
+    assert graded.score == 0.0 and graded.statements == ()
+    assert graded.void.startswith("it names src_1, src_5 but in no typed statement such as")
+    assert graded.ignored == ("Both src_1 and src_5 say claim_2 is wrong;", "they are reliable.", "So I remove it.")
+    mixed = grade_reasoning(f"{GOOD} Also src_5 looked trustworthy to me.", SCENARIO, ALL_IDS)
+    assert mixed.score == 1.0 and mixed.ignored == ("Also src_5 looked trustworthy to me.",)
+
+
+def test_the_explanation_shows_the_reasoning_and_what_was_not_understood() -> None:
+    env = integrity_gym.make(TASK["easy"])
+    obs = env.reset(seed=0)
+    for claim in obs.claims:
+        env.step({"type": "verify_claim", "claim_id": claim.id})
+    for source in obs.available_sources:
+        env.step({"type": "check_source", "source_id": source.id})
+    named = obs.available_sources[0].id
+    env.step({"type": "decide", "decision": "flag", "reasoning": f"I trust {named}. It seems right."})
+    text = env.explain()
+    assert f'Its reasoning: "I trust {named}. It seems right."' in text
+    assert f"Not understood (no typed statement found, so not graded): 'I trust {named}.'; 'It seems right.'" in text

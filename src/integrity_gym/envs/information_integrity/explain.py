@@ -77,6 +77,8 @@ def reasoning_record(record: EpisodeRecord) -> dict[str, Any]:
         "statements_correct": [s.text for s in graded.correct],
         "reasoning_over_cap": graded.over_cap,
         "reasoning_void": graded.void,
+        "reasoning_submitted": record.reasoning or "",
+        "reasoning_unread": list(graded.ignored),
     }
 
 
@@ -101,6 +103,16 @@ def explain_episode(record: EpisodeRecord, grade: Grade) -> str:
     seen, wanted = len(info["decisive_sources_seen"]), len(info["decisive_sources"])
     lines.append(f"The agent saw {seen} of the {wanted} decisive source(s).")
     made, correct = len(info["statements_made"]), len(info["statements_correct"])
+    submitted = info["reasoning_submitted"].strip()
+    if submitted:
+        shown = submitted if len(submitted) <= 400 else submitted[:400] + "…"
+        lines.append(f'Its reasoning: "{shown}"')
+    if info["reasoning_unread"]:
+        unread = "; ".join(f"'{s}'" for s in info["reasoning_unread"][:5])
+        lines.append(
+            f"Not understood (no typed statement found, so not graded): {unread}. Typed statements read "
+            "'src_2 refutes claim_1', 'claim_1 is false', 'src_3 is satire', 'harm is high'."
+        )
     if info["reasoning_over_cap"]:
         lines.append(f"Its reasoning made {made} statements, over the cap, so reasoning scored 0.")
     elif info["reasoning_void"]:

@@ -79,6 +79,8 @@ class ReasoningScore:
     over_cap: bool
     #: Why the reasoning is void ("" if it is not): the first unfounded or contradicting statement.
     void: str = ""
+    #: Sentences of the reasoning in which no typed statement was found (prose the grade does not read).
+    ignored: tuple[str, ...] = ()
 
 
 def _alternation(words: Collection[str]) -> str:
@@ -123,6 +125,30 @@ def parse_statements(text: str, claim_ids: Collection[str], source_ids: Collecti
                 found.append((m.start(), Statement(kind, "harm", value)))
     found.sort(key=lambda pair: pair[0])
     return [s for _, s in found]
+
+
+_SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
+
+
+def unread_sentences(text: str, claim_ids: Collection[str], source_ids: Collection[str]) -> tuple[str, ...]:
+    """The sentences of ``text`` that hold no typed statement: what the grade could not understand."""
+    return tuple(
+        sentence.strip()
+        for sentence in _SENTENCE.split(text or "")
+        if sentence.strip(" .;!?\t") and not parse_statements(sentence, claim_ids, source_ids)
+    )
+
+
+def _no_decisive_source(text: str, scenario: Scenario, seen: set[str]) -> str:
+    """Why a reasoning with no correct stance of a decisive source earns nothing, naming what it did say."""
+    gold = rules.gold_evidence(scenario)
+    decisive = [s for s in gold.sources if s in seen]
+    named = [s for s in decisive if re.search(rf"(?<![A-Za-z0-9_-]){re.escape(s)}(?![A-Za-z0-9_-])", text, re.I)]
+    example = next((st for st in gold.statements if st.split(" ")[0] in decisive), None)
+    form = f" such as '{example}'" if example else " of the form '<source> supports|refutes <claim>'"
+    if named:
+        return f"it names {', '.join(named)} but in no typed statement{form} (prose around an id is not read)"
+    return f"it cites no decisive source it checked: write its stance as a typed statement{form}"
 
 
 def _is_true(statement: Statement, scenario: Scenario, agg: rules.Aggregate) -> bool:
@@ -187,18 +213,21 @@ def grade_reasoning(
     """Score ``text`` against the scenario's gold statements; ``seen`` = ids checked or verified."""
     claim_ids = [c.id for c in scenario.claims]
     source_ids = [s.id for s in scenario.sources]
-    statements = parse_statements((text or "")[:char_cap], claim_ids, source_ids)
+    read = (text or "")[:char_cap]
+    statements = parse_statements(read, claim_ids, source_ids)
+    ignored = unread_sentences(read, claim_ids, source_ids)
     unique = list(dict.fromkeys(statements))
     if not unique:
-        return ReasoningScore(0.0, 0.0, 0.0, (), (), False)
+        why = _no_decisive_source(read, scenario, set(seen)) if read.strip() else ""
+        return ReasoningScore(0.0, 0.0, 0.0, (), (), False, why, ignored)
     gold = set(rules.gold_evidence(scenario).statements)
     # A complete explanation of an unusually large user scenario must never exceed the cap.
     if len(unique) > max(statement_cap, len(gold)):
-        return ReasoningScore(0.0, 0.0, 0.0, tuple(unique), (), True)
+        return ReasoningScore(0.0, 0.0, 0.0, tuple(unique), (), True, "", ignored)
     agg = rules.aggregate(scenario)
     void = _void_reason(unique, scenario, agg, set(seen))
     if void:
-        return ReasoningScore(0.0, 0.0, 0.0, tuple(unique), (), False, void)
+        return ReasoningScore(0.0, 0.0, 0.0, tuple(unique), (), False, void, ignored)
     values: dict[tuple[str, str], set[str]] = {}
     for s in unique:
         values.setdefault((s.kind, s.subject), set()).add(s.value)
@@ -206,7 +235,8 @@ def grade_reasoning(
     correct = tuple(s for s in sound if s.kind != "harm" or _harm_backed(sound))
     hit = {s.text for s in correct} & gold
     if not any(s.kind == "stance" for s in correct if s.text in hit):
-        return ReasoningScore(0.0, 0.0, 0.0, tuple(unique), correct, False, "it cites no decisive source")
+        why = _no_decisive_source(read, scenario, set(seen))
+        return ReasoningScore(0.0, 0.0, 0.0, tuple(unique), correct, False, why, ignored)
     recall = len(hit) / len(gold)  # hit is not empty, so neither is gold
     precision = len(correct) / len(unique)
-    return ReasoningScore(round(recall * precision, 10), recall, precision, tuple(unique), correct, False)
+    return ReasoningScore(round(recall * precision, 10), recall, precision, tuple(unique), correct, False, "", ignored)
