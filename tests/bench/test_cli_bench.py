@@ -68,9 +68,15 @@ def test_a_run_reproduces_exactly_from_its_printed_command(tmp_path: Path) -> No
         run_ids = [r["run_id"] for r in db.runs()]
     assert len(run_ids) == 2
     listed = run("runs", "--db", str(tmp_path / "db.sqlite"), "--tasks", "information_integrity/*")
-    # Full run ids and task names, in 80 columns.
-    assert listed.returncode == 0 and all(i in listed.stdout for i in run_ids) and "easy-v2" in listed.stdout
+    # Full run ids, folders, episodes per task and task names, in 80 columns.
+    assert listed.returncode == 0 and all(i in listed.stdout for i in run_ids) and "easy-v3" in listed.stdout
     assert "gdpr" not in listed.stdout and max(map(len, listed.stdout.splitlines())) <= 80
+    flat = "".join(listed.stdout.split())
+    assert str(tmp_path / "a").replace(" ", "") in flat and str(tmp_path / "b").replace(" ", "") in flat
+    assert "episodes" in listed.stdout and "  2  " in listed.stdout
+    # A replay of a run made with --overwrite carries it, so the printed line runs as it is.
+    third = run(*words[at + 1 :], "--overwrite", "--no-db", env=env)
+    assert third.returncode == 0 and replay_line(third.stdout).endswith(f"--out {tmp_path / 'b'} --overwrite")
     missing = run("runs", "--db", str(tmp_path / "none.sqlite"))
     assert missing.returncode == 2 and "does not exist" in " ".join(missing.stdout.split())
 
@@ -97,7 +103,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_episodes(tmp_path: Path) -> Non
     assert 3 <= len(kept) < 400 and all(r["error"] is None for r in kept)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "interrupted"
-    assert summary["tasks"]["pii_redaction/security_logs_hard-v3"]["episodes"] == len(kept)
+    assert summary["tasks"]["pii_redaction/security_logs_hard-v4"]["episodes"] == len(kept)
     assert (out / "run.log").read_text().splitlines()[-2] == "status=interrupted"
     with ResultsDB(db_path) as db:
         (row,) = db.runs()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -219,18 +220,29 @@ def print_summary(console: Console, result: RunResult) -> None:
 def runs_tables(
     runs: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]], width: int = 80
 ) -> list[Table | Text]:
-    """``igym runs``: the runs, numbered, with full ids; then per environment, grade per task and run number.
+    """``igym runs``: the runs, numbered; then per environment, grade per task and run number.
+
+    Each run shows its full id and folder, its episodes per task (x epochs) and its status (and
+    "sealed" for a sealed evaluation).
 
     The grade tables hold as many run columns as ``width`` allows (newest first) and say so when
     they leave runs out, so no id or task name is ever cut.
     """
-    listing = _table("runs, newest first", "#", "run", "agent / model", "status")
-    listing.columns[1].justify = listing.columns[2].justify = listing.columns[3].justify = "left"
+    listing = _table("runs, newest first", "#", "run / folder", "agent / model", "episodes", "status")
+    for column in listing.columns[1:]:
+        column.justify = "left"
+    listing.columns[1].overflow = listing.columns[2].overflow = "fold"
     listing.columns[2].no_wrap = False
-    listing.columns[2].overflow = "fold"
     for number, run in enumerate(runs, 1):
         who = run["agent"] if run["model"] == run["agent"] else f"{run['agent']} / {run['model']}"
-        listing.add_row(str(number), run["run_id"], who, run["status"])
+        bench = _config(run).get("bench", {})
+        episodes, epochs = bench.get("episodes"), int(bench.get("epochs") or 1)
+        count = "?" if episodes is None else f"{episodes}" + (f"x{epochs}" if epochs > 1 else "")
+        mode = str(run.get("data_mode") or "public")
+        status = run["status"] + ("\nsealed" if mode.startswith("sealed:") else "")
+        place = Text(run["run_id"])
+        place.append("\n" + str(run.get("out_dir") or ""), style="dim")
+        listing.add_row(str(number), place, who, count, status)
     tables: list[Table | Text] = [listing]
     by_env: dict[str, list[str]] = {}
     for r in rows:
@@ -253,9 +265,18 @@ def runs_tables(
             for _, run in shown:
                 c = cell.get((run["run_id"], task_id))
                 values.append("-" if c is None or c["mean_score"] is None else f"{c['mean_score']:.3f}")
-            table.add_row(short_task(task_id), *values)
+            if any(v != "-" for v in values):  # a task none of the shown runs played is left out
+                table.add_row(short_task(task_id), *values)
         tables.append(table)
     return tables
+
+
+def _config(run: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        config: dict[str, Any] = json.loads(run.get("config_json") or "{}")
+    except ValueError:
+        return {}
+    return config
 
 
 def tasks_tables(specs: Sequence[TaskSpec]) -> list[Table]:

@@ -274,9 +274,18 @@ def env_variables(specs: Sequence[TaskSpec]) -> dict[str, str]:
 
 
 def reproduce_command(
-    config: BenchConfig, specs: Sequence[TaskSpec], env_vars: Mapping[str, str], out: Path | None = None
+    config: BenchConfig,
+    specs: Sequence[TaskSpec],
+    env_vars: Mapping[str, str],
+    out: Path | None = None,
+    *,
+    overwrite: bool = False,
 ) -> str:
-    """One shell line that plays exactly the same episodes again (into ``out``, when one was chosen)."""
+    """One shell line that plays exactly the same episodes again (into ``out``, when one was chosen).
+
+    A run made with ``--overwrite`` (``make bench``) replays with it too, so its printed command
+    runs as it is; without, a replay into the same folder is refused and says how to proceed.
+    """
     parts = [f"{k}={shlex.quote(v)}" for k, v in env_vars.items()]
     parts += ["igym", "bench"]
     for spec in specs:  # one option per task, so the printed command breaks between them
@@ -306,6 +315,8 @@ def reproduce_command(
     parts += ["--concurrency", str(config.concurrency)]
     if out is not None:
         parts += ["--out", shlex.quote(str(out))]
+        if overwrite:
+            parts.append("--overwrite")
     return " ".join(parts)
 
 
@@ -428,7 +439,7 @@ def run_bench(
         if bench.local_llm:  # --local-llm picks the address and the model itself
             llm_vars = {k: v for k, v in llm_vars.items() if k not in ("API_BASE_URL", "MODEL_NAME")}
         env_vars = {**llm_vars, **env_vars}
-    replay = reproduce_command(bench, specs, env_vars, out_dir)
+    replay = reproduce_command(bench, specs, env_vars, out_dir, overwrite=overwrite)
     resolved = {
         "run_id": run_id, "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "bench": bench.model_dump(mode="json"), "tasks": [s.model_dump(mode="json") for s in specs],
