@@ -16,6 +16,18 @@ from integrity_gym.core.env import EpisodeFinishedError
 from integrity_gym.core.registry import list_tasks, make
 
 app = typer.Typer(help="integrity-gym: information-integrity environments for LLM agents.", no_args_is_help=True)
+
+
+def _flag_shows_no_type() -> None:
+    """A flag takes no value, so help must not print one: Typer 0.2x shows ``<bool>`` beside every flag."""
+    from typer.core import TyperOption
+
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is not None:
+        TyperOption.display_type_rich = lambda self, ctx: None if self.is_flag else shown(self, ctx)  # type: ignore[method-assign]
+
+
+_flag_shows_no_type()
 # Rich's own width: the terminal's, or COLUMNS, or 80 when piped; every table is built to fit 80.
 console = Console()
 
@@ -59,7 +71,7 @@ PLAY_KEYS = "(type an action; help or ? shows this again; quit ends the episode 
 
 @app.command()
 def play(
-    task: Annotated[str, typer.Argument(help="Task id, e.g. pii_redaction/gdpr_contract_easy-v3.")],
+    task: Annotated[str, typer.Argument(help="Task id, e.g. pii_redaction/gdpr_contract_easy-v4.")],
     seed: Annotated[int, typer.Option(help="Episode seed.")] = 0,
 ) -> None:
     """Play one episode by hand: see the observation, type actions, read rewards and the grade."""
@@ -501,6 +513,18 @@ def serve(
             help="Speak a seed client's dialect at /: seed001 (pii_redaction) or seed000 (information_integrity)."
         ),
     ] = None,
+    sealed: Annotated[
+        bool,
+        typer.Option(
+            "--sealed",
+            help="Sealed evaluations (also IGYM_SEALED=1; needs IGYM_EVAL_SECRET): episodes only from POST "
+            "/evaluations, no item ids, grades at the evaluation's close.",
+        ),
+    ] = False,
+    evaluation_ttl: Annotated[
+        float, typer.Option(min=1.0, help="Seconds an evaluation and its results are kept (sealed).")
+    ] = 86400.0,
+    max_evaluations: Annotated[int, typer.Option(min=1, help="Most evaluations open at once (sealed).")] = 64,
 ) -> None:
     """Serve every environment over OpenEnv's WebSocket protocol and stateful HTTP (docs at /docs)."""
     if corpus is not None:
@@ -522,6 +546,9 @@ def serve(
             admin_token=admin_token_from_env(),
             root=root,
             profile=profile,
+            sealed=sealed or os.environ.get("IGYM_SEALED", "").strip().lower() in ("1", "true", "yes", "on"),
+            evaluation_ttl_s=evaluation_ttl,
+            max_evaluations=max_evaluations,
         )
         config.root_env()
         run_server(host=host, port=port, workers=workers, config=config)
@@ -552,7 +579,7 @@ def view(
 
 @app.command()
 def train(
-    task: Annotated[str, typer.Option(help="A task id, single- or multi-step.")] = "selective_verification/text-v2",
+    task: Annotated[str, typer.Option(help="A task id, single- or multi-step.")] = "selective_verification/text-v3",
     model: Annotated[str, typer.Option(help="'smollm2' (the bundled GGUF), a local folder or a hub id.")] = "smollm2",
     steps: Annotated[int, typer.Option(help="Optimizer steps.")] = 20,
     prompts: Annotated[int, typer.Option(help="Train items per step.")] = 2,

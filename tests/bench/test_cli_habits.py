@@ -21,7 +21,7 @@ from integrity_gym.bench.runner import BenchConfig, SetupError, run_bench
 from integrity_gym.bench.summary import pass_at_k
 from tests.bench.test_cli_bench import run, stable
 
-GDPR = "pii_redaction/gdpr_contract_easy-v3"
+GDPR = "pii_redaction/gdpr_contract_easy-v4"
 
 
 def no_run_left(tmp_path: Path, out: Path, db: Path) -> None:
@@ -177,10 +177,18 @@ def test_every_table_fits_80_columns(tmp_path: Path) -> None:
 def test_version_and_play_help() -> None:
     version = run("--version")
     assert version.returncode == 0 and version.stdout.startswith("integrity-gym ")
-    played = subprocess.run([sys.executable, "-m", "integrity_gym", "play", "selective_verification/text-v2"],
+    played = subprocess.run([sys.executable, "-m", "integrity_gym", "play", "selective_verification/text-v3"],
                             input="help\n?\nquit\n", capture_output=True, text=True, timeout=120)  # fmt: skip
     assert played.returncode == 0 and "quit ends the episode" in played.stdout
     assert "reward" not in played.stdout.split("quit ends the episode", 1)[1].split("grade")[0]  # nothing played
+
+
+@pytest.mark.parametrize("command", ["bench", "redteam", "serve", "report"])
+def test_flags_in_help_take_no_value(command: str) -> None:
+    """A flag's help row shows no value type (Typer's `<bool>` would read as "--overwrite <bool>")."""
+    shown = run(command, "--help", env={**os.environ, "COLUMNS": "120"})
+    assert shown.returncode == 0 and "<bool>" not in shown.stdout
+    assert "<int" in shown.stdout or "<text>" in shown.stdout or "<path>" in shown.stdout  # other types still show
 
 
 def test_step_results_unpack_like_gym() -> None:
@@ -248,7 +256,7 @@ def test_an_llm_run_resumes_with_its_recorded_settings_at_a_new_address(tmp_path
         result = CliRunner().invoke(app, ["bench", "--resume", str(out), "--base-url", new_url, "--no-db"])
     assert result.exit_code == 0, result.output
     assert len(stub.requests) == 2 and all(r["model"] == "stub" and r["temperature"] == 0.5 for r in stub.requests)
-    assert json.loads((out / "summary.json").read_text())["tasks"]["selective_verification/text-v2"]["episodes"] == 3
+    assert json.loads((out / "summary.json").read_text())["tasks"]["selective_verification/text-v3"]["episodes"] == 3
 
 
 def test_a_resume_of_an_epoch_run_plays_exactly_the_missing_and_failed_episodes(tmp_path: Path) -> None:
