@@ -60,7 +60,8 @@ results: $(DEV)
 	$(BIN)/igym report outputs/results/heuristic outputs/results/presidio outputs/results/smollm2 \
 		outputs/results/smollm2-selective \
 		--title 'integrity-gym results' --note '$(RESULTS_NOTE)' --out outputs/results/report \
-		--markdown docs/results.md --assets docs/results --readme README.md --redteam outputs/results/redteam.json
+		--markdown docs/results.md --assets docs/results --readme README.md --redteam outputs/results/redteam.json \
+		--overwrite
 
 lint: $(DEV)
 	$(BIN)/ruff check src tests benchmarks

@@ -288,7 +288,7 @@ def report(
     out: Annotated[Path, typer.Option(help="Folder for report.html and the PNGs.")] = Path("outputs/report"),
     title: Annotated[str, typer.Option(help="Title of the page.")] = "integrity-gym report",
     trace: Annotated[
-        list[str] | None, typer.Option(help="Episode to trace, TASK_ID:INDEX (default: each task's best).")
+        list[str] | None, typer.Option(help="Episode to trace, TASK_ID:INDEX (default: each task's median-graded).")
     ] = None,
     markdown: Annotated[
         Path | None, typer.Option(help="Also write a Markdown results section here (e.g. docs/results.md).")
@@ -301,10 +301,14 @@ def report(
     redteam: Annotated[
         Path | None, typer.Option(help="`igym redteam --json` output: show the trivial floor and best attack.")
     ] = None,
+    overwrite: Annotated[bool, typer.Option(help="Replace a report (or --markdown file) already there.")] = False,
 ) -> None:
     """Write a self-contained HTML report with plots (and PNGs) for benchmark runs and training runs."""
     from integrity_gym.bench.report import load_inputs, load_redteam, parse_trace_choices, write_markdown, write_report
 
+    taken = [p for p in (out / "report.html", markdown) if p is not None and p.exists()]
+    if taken and not overwrite:
+        raise _fail(f"{taken[0]} already exists; pass --overwrite to replace it, or choose another --out/--markdown")
     try:
         loaded, trainings = load_inputs(runs)
         chosen = parse_trace_choices(trace or [])

@@ -32,7 +32,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 def test_the_html_report_is_self_contained_with_every_figure(runs: list[Path], tmp_path: Path) -> None:
     loaded = [load_run(p) for p in runs]
-    page = write_report(loaded, tmp_path, title="Test report", chosen={"pii_redaction/gdpr_contract_easy-v3": 1})
+    page = write_report(loaded, tmp_path, title="Test report", chosen={"pii_redaction/gdpr_contract_easy-v4": 1})
     text = page.read_text()
     images = re.findall(r"src='data:image/png;base64,([^']+)'", text)
     headings = re.findall(r"<figure><h2>([^<]+)</h2>", text)
@@ -53,9 +53,11 @@ def test_the_html_report_is_self_contained_with_every_figure(runs: list[Path], t
 
 def test_chosen_trace_and_bad_choices(runs: list[Path]) -> None:
     run = load_run(runs[0])
-    assert run.pick("pii_redaction/gdpr_contract_easy-v3", 1)["index"] == 1
-    best = run.pick("pii_redaction/gdpr_contract_easy-v3")
-    assert best["score"] == max(run.scores("pii_redaction/gdpr_contract_easy-v3"))
+    assert run.pick("pii_redaction/gdpr_contract_easy-v4", 1)["index"] == 1
+    # By default the trace is the run's median episode, not its best (a random agent's best looks good).
+    median = run.pick("pii_redaction/gdpr_contract_easy-v4")
+    scores = sorted(run.scores("pii_redaction/gdpr_contract_easy-v4"))
+    assert median["score"] == scores[(len(scores) - 1) // 2]
     assert parse_trace_choices(["a/b-v0:3"]) == {"a/b-v0": 3}
     with pytest.raises(ValueError, match="TASK_ID:EPISODE_INDEX"):
         parse_trace_choices(["a/b-v0"])
@@ -90,12 +92,19 @@ def test_report_command(runs: list[Path], tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "rep" / "report.html").is_file()
+    # A second report into the same folder is refused unless asked for, and then replaces it.
+    again = [sys.executable, "-m", "integrity_gym", "report", *map(str, runs[:1]), "--out", str(tmp_path / "rep")]
+    refused = subprocess.run(again, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and "already exists; pass --overwrite" in " ".join(refused.stdout.split())
+    before = (tmp_path / "rep" / "report.html").read_text()
+    replaced = subprocess.run([*again, "--overwrite"], capture_output=True, text=True, timeout=300)
+    assert replaced.returncode == 0 and (tmp_path / "rep" / "report.html").read_text() != before
     bad = subprocess.run([sys.executable, "-m", "integrity_gym", "report", str(tmp_path)], capture_output=True,
                          text=True, timeout=300)  # fmt: skip
     assert bad.returncode == 2 and "no summary.json" in bad.stdout
 
 
-SELECTIVE = "selective_verification/text-v2"
+SELECTIVE = "selective_verification/text-v3"
 
 
 def expected_skill_cell(run_folder: Path) -> str:

@@ -230,7 +230,7 @@ def radar(runs: Sequence[RunData], path: Path) -> Path | None:
 
 
 def reward_traces(runs: Sequence[RunData], path: Path, chosen: dict[str, int] | None = None) -> Path | None:
-    """Cumulative return by step of one episode per task and run (the best, unless ``chosen``)."""
+    """Cumulative return by step of one episode per task and run (the median-graded, unless ``chosen``)."""
     tasks = [t for t in task_order(runs) if any(len(r.trace(t, (chosen or {}).get(t))) > 1 for r in runs)]
     if not tasks:
         return None
@@ -251,6 +251,7 @@ def reward_traces(runs: Sequence[RunData], path: Path, chosen: dict[str, int] | 
         ax.axhline(0, color="grey", linewidth=0.6)
         ax.set_title(_short(task_id), fontsize=9)
         ax.set_xlabel("step", fontsize=8)
+        ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))  # steps are whole numbers
         ax.legend(fontsize=6, loc="best")
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(tasks) :]:
@@ -292,7 +293,9 @@ def mean_vs_variance(runs: Sequence[RunData], path: Path) -> tuple[Path | None, 
                 scores = run.scores(task_id)
                 if len(scores) > 1:
                     marker = markers.get(task_id.split("/")[0], "o")
-                    ax.scatter(np.mean(scores), np.std(scores, ddof=1), color=color, marker=marker, s=40, alpha=0.8)
+                    x, y = float(np.mean(scores)), float(np.std(scores, ddof=1))
+                    ax.scatter(x, y, color=color, marker=marker, s=40, alpha=0.8)
+                    ax.annotate(_short(task_id), (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
             ax.scatter([], [], color=color, label=run.display)
         for env, marker in markers.items():
             ax.scatter([], [], color="grey", marker=marker, label=env)

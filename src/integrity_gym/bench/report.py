@@ -33,8 +33,8 @@ FIGURES = (
     ("radar", "Grade dimensions", "Mean of each grade dimension where higher is better, per environment; one "
      "polygon per run. Selective verification has no such dimension besides its grade (stated confidence and "
      "coverage are not scores): see its skill figure."),
-    ("traces", "Step-reward traces", "One episode per task and run (the best-graded unless chosen with "
-     "--trace): dots are step rewards, lines the running return."),
+    ("traces", "Step-reward traces", "One episode per task and run, the one with the run's median grade "
+     "unless chosen with --trace: dots are step rewards, lines the running return."),
     ("variance", "Mean vs variance", ""),
     ("reliability", "Reliability diagram", "Selective verification, answered items: accuracy against stated "
      "confidence in ten bins (numbers are items per bin)."),
@@ -102,11 +102,18 @@ class RunData:
         return [float(r["score"]) for r in self.completed(task_id=task_id)]
 
     def pick(self, task_id: str, index: int | None = None) -> dict[str, Any] | None:
-        """Episode ``index`` of a task, or its best-graded episode (lowest index on ties)."""
+        """Episode ``index`` of a task, or its median-graded episode (the lower median, lowest index on ties).
+
+        The median, not the best: a trace stands for the run, and the best episode of a random
+        agent looks like a good agent's.
+        """
         records = self.completed(task_id=task_id)
         if index is not None:
             return next((r for r in records if r["index"] == index), None)
-        return max(records, key=lambda r: (r["score"], -r["index"]), default=None)
+        if not records:
+            return None
+        ranked = sorted(records, key=lambda r: (r["score"], r["index"]))
+        return ranked[(len(ranked) - 1) // 2]
 
     def trace(self, task_id: str, index: int | None = None) -> list[float]:
         """Step rewards of the picked episode."""
@@ -204,7 +211,7 @@ def parse_trace_choices(values: Sequence[str]) -> dict[str, int]:
     for value in values:
         task, sep, index = value.rpartition(":")
         if not sep or not task or not index.isdigit():
-            raise ValueError(f"--trace takes TASK_ID:EPISODE_INDEX, e.g. pii_redaction/gdpr_contract_easy-v3:2; "
+            raise ValueError(f"--trace takes TASK_ID:EPISODE_INDEX, e.g. pii_redaction/gdpr_contract_easy-v4:2; "
                              f"got {value!r}")  # fmt: skip
         out[task] = int(index)
     return out
