@@ -140,6 +140,17 @@ def test_epochs_repeat_items_and_report_pass_at_k(tmp_path: Path) -> None:
     assert pass_at_k(5, 2, 4) == 1.0 and pass_at_k(5, 0, 3) == 0.0
 
 
+@pytest.mark.parametrize(("agent", "warned"), [("heuristic", True), ("random", False)])
+def test_epochs_that_cannot_vary_are_said_to(tmp_path: Path, agent: str, warned: bool) -> None:
+    """A deterministic agent repeats itself: the summary says so instead of reporting pass@k silently."""
+    result = run_bench(bench=BenchConfig.build(tasks=GDPR, agent=agent, episodes=3, epochs=2), out_dir=tmp_path)
+    console = Console(width=80, record=True, force_terminal=False)
+    print_summary(console, result)
+    said = " ".join(console.export_text().split())
+    assert ("no item's grade varied across the 2 epochs" in said) is warned
+    assert (result.summaries[GDPR].item_sd == 0) is warned
+
+
 def test_task_ids_without_version_mean_the_newest(tmp_path: Path) -> None:
     result = run_bench(bench=BenchConfig.build(tasks="information_integrity/easy", episodes=1), out_dir=tmp_path)
     assert list(result.summaries) == ["information_integrity/easy-v3"]

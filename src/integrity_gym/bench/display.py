@@ -188,6 +188,12 @@ def print_summary(console: Console, result: RunResult) -> None:
                 console.print(f"  {short_task(task_id)}: {escape(_metrics_text(s.metrics))}", overflow="fold")
             if s.summary_error:
                 console.print(f"  [red]{short_task(task_id)}: summarize failed: {escape(s.summary_error)}[/red]")
+    if epochs > 1 and result.summaries and all(s.item_sd == 0 for s in result.summaries.values()):
+        console.print(
+            f"[yellow]no item's grade varied across the {epochs} epochs: this agent plays an item the same way "
+            "whatever its seed, so pass@k is pass@1 at k times the cost; repeat a sampling agent (an llm at "
+            "TEMPERATURE above 0, random)[/yellow]"
+        )
     if result.tiers:
         tiers = _table("by tier", "tier", "tasks", "episodes", "mean grade", "success", "mean return")
         for tier, t in result.tiers.items():
