@@ -19,7 +19,7 @@ from integrity_gym.cli import app as cli_app
 from integrity_gym.web.viewer import create_viewer_app
 from tests.web.conftest import Watched, assert_sound_ids
 
-TASKS = "information_integrity/easy-v3,pii_redaction/gdpr_contract_easy-v3,selective_verification/random-v2"
+TASKS = "information_integrity/easy-v3,pii_redaction/gdpr_contract_easy-v4,selective_verification/random-v3"
 _RUNNING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
 
 
@@ -125,7 +125,7 @@ def test_step_through_a_recorded_run(view: Any, runs: Any, open_page: Any, viewp
     page.goto(view("heuristic"))
     page.wait_for_selector("body[data-ready]")
     assert len(rows(page)) == len(records)
-    task = "pii_redaction/gdpr_contract_easy-v3"
+    task = "pii_redaction/gdpr_contract_easy-v4"
     page.select_option("#filter-task", task)
     mine = [r for r in records if r["task_id"] == task]
     assert [k.split("\0")[1] for k in rows(page)] == [str(r["seed"]) for r in mine]
@@ -188,7 +188,7 @@ def test_compare_two_runs_on_the_same_episodes(view: Any, runs: Any, open_page: 
     page.select_option("#filter-outcome", "differs")
     assert len(rows(page)) == len(differ)
     page.select_option("#filter-outcome", "")
-    task = "selective_verification/random-v2"
+    task = "selective_verification/random-v3"
     page.select_option("#filter-task", task)
     first = next(r for r in ours if r["task_id"] == task)
     other = keyed[(task, first["seed"])]
@@ -265,3 +265,29 @@ def test_a_long_run_lists_its_first_rows_only(
     page.wait_for_selector("body[data-ready]")
     assert len(rows(page)) == 500 and page.inner_text("#count") == "600 of 600 episodes"
     assert "first 500" in page.inner_text("#more")
+
+
+def test_a_cut_off_episode_and_its_model_use_are_shown(
+    runs: Any, open_page: Any, view: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Truncation is marked in the list and the episode; tokens and latency show in the episode's head."""
+    cut = tmp_path_factory.mktemp("cut") / "cut"
+    subprocess.run([sys.executable, "-m", "integrity_gym", "bench", "--tasks", "information_integrity/easy-v3",
+                    "--agent", "heuristic", "--episodes", "1", "--max-steps", "2", "--out", str(cut), "--no-db"],
+                   check=True, capture_output=True, text=True, timeout=300)  # fmt: skip
+    [record] = [json.loads(line) for line in (cut / "episodes.jsonl").read_text().splitlines() if line.strip()]
+    assert record["truncated"] is True
+    # What an llm agent's record holds (bench.records.Usage), so the page has model use to show.
+    record["usage"] = {"prompt_tokens": 1234, "completion_tokens": 56, "latency_s": 3.21, "llm_calls": 2}
+    (cut / "episodes.jsonl").write_text(json.dumps(record) + "\n")
+    runs["cut"] = (cut, [record])
+    watched: Watched = open_page("desktop")
+    page = watched.page
+    page.goto(view("cut"))
+    page.wait_for_selector("body[data-ready]")
+    assert page.locator("#episodes tbody tr .cut").count() == 1
+    page.locator("#episodes tbody tr").first.click()
+    page.wait_for_selector(".run-col")
+    assert "stopped by the step cap" in page.inner_text(".run-col")
+    assert page.inner_text("#run0-usage") == "2 model calls · 1234 prompt + 56 completion tokens · 3.2 s waiting for the model"
+    watched.shot("viewer-cut-and-usage")

@@ -18,7 +18,18 @@ function scoreCell(ep) {
   // A score at the threshold without success (success judged on the task's mean, or another
   // condition unmet): neither green nor red.
   const tone = o === "success" ? "good" : o === "failure" && ep.score >= ep.threshold ? "" : "bad";
-  return el("td", { class: "num" }, el("span", { class: `chip ${tone}`, text: o === "error" ? "error" : fmt(ep.score) }));
+  // A cut-off is not a failure of the agent's answer: the list marks it where the grade is.
+  const cut = ep.truncated ? el("span", { class: "chip warn cut", title: "stopped by the step cap (--max-steps)", text: "cut" }) : null;
+  return el("td", { class: "num" }, el("span", { class: `chip ${tone}`, text: o === "error" ? "error" : fmt(ep.score) }), cut);
+}
+
+/** Model use of an episode, in words: tokens and latency of its model calls (llm agents only). */
+function usageText(usage) {
+  if (!usage || !usage.llm_calls) return null;
+  const parts = [`${usage.llm_calls} model call${usage.llm_calls === 1 ? "" : "s"}`];
+  if (usage.prompt_tokens !== null && usage.prompt_tokens !== undefined) parts.push(`${usage.prompt_tokens} prompt + ${usage.completion_tokens ?? 0} completion tokens`);
+  if (usage.latency_s !== null && usage.latency_s !== undefined) parts.push(`${usage.latency_s.toFixed(1)} s waiting for the model`);
+  return parts.join(" · ");
 }
 
 function shortLabel(label) {
@@ -136,7 +147,8 @@ function runColumn(rec, r) {
   const head = el("section", { class: "card stack" },
     el("div", { class: "row" }, el("span", { class: `runname r${r}`, id: `${scope}name`, text: run.label }),
       el("span", { class: "chip", text: `${n} step${n === 1 ? "" : "s"}` }),
-      rec.truncated ? el("span", { class: "chip warn", text: "stopped by the step cap" }) : null),
+      rec.truncated ? el("span", { class: "chip warn", text: "stopped by the step cap" }) : null,
+      usageText(rec.usage) ? el("span", { class: "chip usage", id: `${scope}usage`, text: usageText(rec.usage) }) : null),
     el("div", { class: "kv" },
       el("div", { text: "step" }), el("div", { class: "step-now", text: at === 0 ? "0 (reset)" : state.at > n ? `${n} (ended)` : String(at) }),
       el("div", { text: "return so far" }), el("div", { class: "return-now", text: signed(total) })),
