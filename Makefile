@@ -55,7 +55,7 @@ results: $(DEV)
 		--out outputs/results/smollm2
 	$(BIN)/igym bench --tasks 'selective_verification/*' --agent llm --local-llm --episodes $(LLM_SV_EPISODES) \
 		--seed $(SEED) --concurrency 2 --echo none --out outputs/results/smollm2-selective
-	IGYM_EVAL_SECRET='$(REDTEAM_SECRET)' $(BIN)/igym redteam --episodes $(REDTEAM_EPISODES) --seed $(SEED) --learned \
+	IGYM_EVAL_SECRET='$(REDTEAM_SECRET)' $(BIN)/igym redteam --episodes $(REDTEAM_EPISODES) --seed $(SEED) --learned --server-probes \
 		--presidio --json outputs/results/redteam.json --markdown docs/redteam.md
 	$(BIN)/igym report outputs/results/heuristic outputs/results/presidio outputs/results/smollm2 \
 		outputs/results/smollm2-selective \

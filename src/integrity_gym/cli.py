@@ -350,6 +350,13 @@ def redteam(
     train_episodes: Annotated[
         int | None, typer.Option(min=1, help="Training items each learned attack is fitted on [default: 300].")
     ] = None,
+    server_probes: Annotated[
+        bool,
+        typer.Option(
+            help="Also play the probes of the evaluator against a real sealed server (and an unsealed control) "
+            "that this command starts."
+        ),
+    ] = False,
 ) -> None:
     """Play every degenerate agent on every task and show that none scores (exit 1 if one does).
 
@@ -400,6 +407,19 @@ def redteam(
     if data_mode() == "public":
         console.print("public mode: the replay attack (wins by design without a secret) is not played; "
                       "set IGYM_EVAL_SECRET to play it")  # fmt: skip
+    probes = []
+    if server_probes:
+        from integrity_gym.agents.redteam.server_probes import run_server_probes
+
+        with console.status("probes of the evaluator: starting a sealed server"):
+            probes = run_server_probes()
+        listing = Table("probe", "sealed: learned", "probed", "not probed", "unsealed", "held",
+                        title="probes of a sealed server", title_justify="left", box=box.SIMPLE_HEAD)  # fmt: skip
+        for p in probes:
+            held = "[green]yes[/green]" if p.held else "[red]NO[/red]"
+            listing.add_row(p.probe, f"{p.sealed_successes}/{p.episodes}", f"{p.probed:.3f}", f"{p.unprobed:.3f}",
+                            f"{p.open_successes}/{p.episodes}", held)  # fmt: skip
+        console.print(listing)
     audits = run_audit(tasks, episodes=audit_episodes, seed=seed, presidio=presidio) if audit else []
     if audits:
         summary = Table(
@@ -414,6 +434,10 @@ def redteam(
         markdown.parent.mkdir(parents=True, exist_ok=True)
         overlaps = [o for spec in specs for o in overlap_for(spec)] if learned else []
         text = redteam_markdown(results, episodes=episodes, seed=seed, overlaps=overlaps)
+        if probes:
+            from integrity_gym.agents.redteam.server_probes import probes_markdown
+
+            text += "\n" + probes_markdown(probes)
         if audits:
             text += "\n" + audit_markdown(audits, episodes=audit_episodes, seed=seed)
         markdown.write_text(text)
@@ -428,7 +452,7 @@ def redteam(
         audit_json.parent.mkdir(parents=True, exist_ok=True)
         audit_json.write_text(json.dumps(audit_rows(audits), indent=1) + "\n")
         console.print(f"wrote {audit_json}")
-    broken = [r for r in results if not r.held]
+    broken = [r for r in results if not r.held] + [p for p in probes if not p.held]
     misranked = [a for a in audits if a.preset == "default" and not passes(a)]
     if broken:
         console.print(f"[red]{len(broken)} attack(s) scored above their bar[/red]")

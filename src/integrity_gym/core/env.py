@@ -82,6 +82,11 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
     #: False when no single episode can be a success (``Grade.success`` always false) and the
     #: threshold applies to the task's mean grade: reports then show no success rate.
     episode_success: ClassVar[bool] = True
+    #: What a sealed server (``igym serve --sealed``) blanks in its sessions: observation fields
+    #: that name the item (an id a client could reset by, or match across sessions), and
+    #: ``"info.<key>[.<key>...]"`` paths of a step's ``info`` that name it or carry ground truth.
+    #: Observation fields are blanked (``""`` for text, null where allowed); info paths dropped.
+    ITEM_FIELDS: ClassVar[tuple[str, ...]] = ()
     action_type: ClassVar[type[BaseModel]]
     observation_type: ClassVar[type[BaseModel]]
     state_type: ClassVar[type[BaseModel]]

@@ -26,6 +26,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--root", default=None, help="Also serve this environment at /.")
     parser.add_argument("--profile", default=None, help="seed001 or seed000: a seed client's dialect at /.")
+    parser.add_argument(
+        "--sealed",
+        action="store_true",
+        default=None,
+        help="Sealed evaluations (needs IGYM_EVAL_SECRET): episodes only from POST /evaluations.",
+    )
+    parser.add_argument("--evaluation-ttl", type=float, default=None, help="Seconds an evaluation is kept.")
+    parser.add_argument("--max-evaluations", type=int, default=None, help="Most evaluations open at once.")
     parser.add_argument("--log-level", default="info", help="uvicorn log level.")
     args = parser.parse_args(argv)
     base = ServerConfig.from_env()
@@ -38,6 +46,9 @@ def main(argv: list[str] | None = None) -> None:
             "tasks": args.tasks,
             "root": args.root,
             "profile": args.profile,
+            "sealed": args.sealed,
+            "evaluation_ttl_s": args.evaluation_ttl,
+            "max_evaluations": args.max_evaluations,
         }.items()
         if v is not None
     }

@@ -87,6 +87,15 @@ class ServerConfig(BaseModel):
         description="Speak a seed client's dialect: 'seed001' (pii_redaction) or 'seed000' (information_integrity); "
         "implies --root of that environment.",
     )
+    sealed: bool = Field(
+        default=False,
+        description="Sealed evaluations: episodes are handed out only by POST /evaluations (the server draws each "
+        "item), observations name no item, and grades wait for the evaluation's close. Needs IGYM_EVAL_SECRET.",
+    )
+    evaluation_ttl_s: float = Field(
+        default=86400.0, gt=0, description="Seconds an evaluation (and, once closed, its results) is kept."
+    )
+    max_evaluations: int = Field(default=64, ge=1, description="Most evaluations open at once (sealed servers).")
 
     def root_env(self) -> str | None:
         """The environment served at '/', from ``root`` or the profile; ``ValueError`` if they disagree."""
@@ -113,7 +122,8 @@ class ServerConfig(BaseModel):
 
         Variables: ``IGYM_SESSIONS``, ``IGYM_MAX_SESSIONS``, ``IGYM_SESSION_TTL``,
         ``IGYM_REAP_INTERVAL``, ``IGYM_MAX_BODY_BYTES``, ``IGYM_TASKS``, ``IGYM_EXTRA_TASKS``
-        (comma-separated), ``IGYM_ROOT``, ``IGYM_PROFILE`` and ``IGYM_ADMIN_TOKEN``.
+        (comma-separated), ``IGYM_ROOT``, ``IGYM_PROFILE``, ``IGYM_ADMIN_TOKEN``, ``IGYM_SEALED``
+        (``1``/``true`` seals the server), ``IGYM_EVALUATION_TTL`` and ``IGYM_MAX_EVALUATIONS``.
         """
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {"admin_token": env.get("IGYM_ADMIN_TOKEN") or None}
@@ -126,6 +136,9 @@ class ServerConfig(BaseModel):
             ("tasks", "IGYM_TASKS"),
             ("root", "IGYM_ROOT"),
             ("profile", "IGYM_PROFILE"),
+            ("sealed", "IGYM_SEALED"),
+            ("evaluation_ttl_s", "IGYM_EVALUATION_TTL"),
+            ("max_evaluations", "IGYM_MAX_EVALUATIONS"),
         ):
             if env.get(name):
                 values[key] = env[name]
@@ -156,6 +169,13 @@ class ResetRequest(BaseModel):
         default=None,
         description="Accepted for OpenEnv compatibility and ignored: episode ids are derived from task, seed and item.",
     )
+    handle: StrictStr | None = Field(
+        default=None,
+        max_length=128,
+        description="Sealed servers only: the handle of an episode handed out by POST /evaluations, sent alone "
+        "(no seed, scenario_id, options, task or difficulty). It starts that episode once; the server chose its "
+        "item. A server that is not sealed refuses it (422).",
+    )
 
 
 @dataclass
@@ -171,6 +191,13 @@ class EnvService:
     #: Grade (JSON) of the last episode each client address finished, under a profile: the seed
     #: client asks ``POST /grade`` without naming its session. Bounded; oldest dropped first.
     finished: dict[str, str] = field(default_factory=dict)
+    #: The sealed evaluations of this server (``evaluations.py``); None unless sealed.
+    evaluations: Any = None
+
+    @property
+    def sealed(self) -> bool:
+        """True on a sealed server (``igym serve --sealed``)."""
+        return self.config.sealed
 
     def remember_grade(self, client: str, grade_json: str) -> None:
         """Keep ``grade_json`` as the last finished episode of ``client`` (at most 4,096 clients)."""
@@ -319,6 +346,8 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
     from integrity_gym.server.ws import add_ws_route
 
     config = config or ServerConfig(admin_token=admin_token_from_env())
+    if config.sealed:
+        require_eval_secret()
     specs = list(tasks) if tasks is not None else config.task_specs()
     if not specs:
         raise ValueError(f"no tasks to serve: none registered matches {config.tasks!r}")
@@ -335,6 +364,8 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
             max_sessions=config.max_sessions,
             ttl_s=config.session_ttl_s,
             reap_interval_s=config.reap_interval_s,
+            evaluation_ttl_s=config.evaluation_ttl_s,
+            max_evaluations=config.max_evaluations,
         )
     )
     # Fail on a bad store spec now, not at the first request.
@@ -372,6 +403,12 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
         name: EnvService(name, env_specs, config, holder, profile if name == root else None)
         for name, env_specs in groups.items()
     }
+    from integrity_gym.server.evaluations import Evaluations, add_evaluation_routes
+
+    evaluations = Evaluations(config, services, holder, specs)
+    if config.sealed:
+        for service in services.values():
+            service.evaluations = evaluations
 
     @app.get(
         "/health",
@@ -394,8 +431,10 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
 
     @app.get("/", tags=["server"], summary="What this server serves")
     async def index() -> JSONResponse:
+        sealed = {"sealed": True, "evaluations": "/evaluations"} if config.sealed else {}
         return JSONResponse(
             {
+                **sealed,
                 "name": "integrity-gym",
                 "version": integrity_gym.__version__,
                 "envs": {
@@ -412,6 +451,7 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
             }
         )
 
+    add_evaluation_routes(app, evaluations)
     fast_routes: list[Any] = []
     for service in services.values():
         router, fast = build_env_router(service)
@@ -428,10 +468,24 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
     app.add_middleware(SwallowHandledErrors)
     app.add_middleware(BodyLimitMiddleware, max_bytes=config.max_body_bytes)
     if root is not None:
-        app.add_middleware(RootMount, env=root)  # outermost: the path is rewritten before anything else
+        # Outermost: the path is rewritten before anything else (a sealed server's /evaluations stays).
+        app.add_middleware(RootMount, env=root, keep=("/evaluations",) if config.sealed else ())
     app.state.services = services
     app.state.holder = holder
+    app.state.evaluations = evaluations
     return app
+
+
+def require_eval_secret() -> str:
+    """The data mode of a sealed server; ``ValueError`` naming ``IGYM_EVAL_SECRET`` when it is unset."""
+    from integrity_gym.core.seeding import EVAL_SECRET_ENV, data_mode, eval_secret
+
+    if eval_secret() is None:  # a secret too short raises its own ValueError naming the variable
+        raise ValueError(
+            f"a sealed server needs the eval secret: set {EVAL_SECRET_ENV} (at least 16 characters) before "
+            "igym serve --sealed; without it anyone with the public code could rebuild every item"
+        )
+    return data_mode()
 
 
 def _add_env_docs(app: FastAPI, service: EnvService) -> None:
@@ -498,6 +552,8 @@ def serve(
     config = config or ServerConfig.from_env()
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
+    if config.sealed:
+        require_eval_secret()
     if workers > 1 and config.sessions == "memory":
         raise ValueError(
             "--workers > 1 needs a shared session store: an HTTP session made by one worker would be "
@@ -514,6 +570,9 @@ def serve(
             "IGYM_EXTRA_TASKS": ",".join(config.extra_tasks),
             "IGYM_ROOT": config.root or "",
             "IGYM_PROFILE": config.profile or "",
+            "IGYM_SEALED": "1" if config.sealed else "",
+            "IGYM_EVALUATION_TTL": str(config.evaluation_ttl_s),
+            "IGYM_MAX_EVALUATIONS": str(config.max_evaluations),
         }
     )
     if config.reap_interval_s is not None:

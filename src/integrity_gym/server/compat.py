@@ -41,15 +41,18 @@ PROFILE_ENVS: dict[str, str] = {"seed000": "information_integrity", "seed001": "
 class RootMount:
     """ASGI wrapper serving environment ``env`` at ``/`` besides ``/<env>``."""
 
-    def __init__(self, app: ASGIApp, env: str) -> None:
+    def __init__(self, app: ASGIApp, env: str, keep: tuple[str, ...] = ()) -> None:
         self.app = app
         self.prefix = f"/{env}"
+        #: Top-level paths (and their sub-paths) left as they are (a sealed server's /evaluations).
+        self.keep = keep
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer ``/<path>`` as ``/<env>/<path>`` (``/`` itself stays the server's index)."""
         if scope["type"] in ("http", "websocket"):
             path: str = scope["path"]
-            if path != "/" and path != self.prefix and not path.startswith(self.prefix + "/"):
+            kept = any(path == k or path.startswith(k + "/") for k in self.keep)
+            if not kept and path != "/" and path != self.prefix and not path.startswith(self.prefix + "/"):
                 scope = {**scope, "path": self.prefix + path, "raw_path": (self.prefix + path).encode()}
         await self.app(scope, receive, send)
 

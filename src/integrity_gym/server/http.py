@@ -12,6 +12,11 @@ Errors are JSON ``ErrorBody`` with a 4xx status: 404 ``SESSION_NOT_FOUND``, 409
 ``EPISODE_FINISHED`` / ``EPISODE_NOT_DONE`` / ``SESSION_BUSY``, 413 ``BODY_TOO_LARGE``, 422
 ``VALIDATION_ERROR``, 503 ``CAPACITY_REACHED`` or ``SESSION_STORE_UNAVAILABLE`` (with
 Retry-After), 401/403 for the admin token.
+
+On a sealed server (``igym serve --sealed``, ``evaluations.py``) a reset takes a handle alone
+(403 ``SEALED`` otherwise; 404 ``HANDLE_NOT_FOUND``, 409 ``HANDLE_USED`` / ``EVALUATION_CLOSED``),
+observations and step info name no item, and grade, state and collect answer 403
+(``SEALED_UNTIL_CLOSED`` / ``SEALED``) except to the admin token.
 """
 
 from __future__ import annotations
@@ -33,6 +38,14 @@ from starlette.routing import Route
 from integrity_gym.core.env import EpisodeFinishedError
 from integrity_gym.core.types import Grade, ObsT, StepResult
 from integrity_gym.server.app import EnvService, public_state
+from integrity_gym.server.evaluations import (
+    SEALED_RESET,
+    SEALED_UNTIL_CLOSED,
+    refuse_handle,
+    seal_info,
+    seal_observation,
+    seal_profile_observation,
+)
 from integrity_gym.server.security import (
     ApiError,
     ErrorBody,
@@ -131,6 +144,13 @@ _ADMIN_ERRORS: dict[int | str, dict[str, Any]] = {
     401: _doc("ADMIN_TOKEN_REQUIRED", "No admin token sent"),
     403: _doc("ADMIN_TOKEN_INVALID, ADMIN_DISABLED", "Wrong token, or no token configured"),
 }
+#: What a sealed server adds to the documents of its routes.
+_SEALED_RESET_ERRORS: dict[int | str, dict[str, Any]] = {
+    403: _doc("SEALED", "A reset without a handle, or naming an item beside it: episodes come from POST /evaluations"),
+    404: _doc("HANDLE_NOT_FOUND", "Unknown or expired handle"),
+    409: _doc("HANDLE_USED, EVALUATION_CLOSED", "The handle was started already, or its evaluation is closed"),
+}
+_SEALED_UNTIL_CLOSED = _doc("SEALED_UNTIL_CLOSED", "Released when the evaluation closes, or to the admin token")
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -167,6 +187,7 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
     app = APIRouter(prefix=f"/{name}")
     obs_type: Any = service.env_class.observation_type
     reset_model: Any = service.reset_model
+    sealed = service.sealed
 
     @contextlib.asynccontextmanager
     async def session_of(session_id: str, *, write: bool) -> AsyncIterator[Session]:
@@ -245,6 +266,7 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
             200: {"description": "The new session and its first observation.", "links": links},
             **_BODY_ERRORS,
             503: _doc("CAPACITY_REACHED, SESSION_STORE_UNAVAILABLE", "At capacity, or the session store is down"),
+            **(_SEALED_RESET_ERRORS if sealed else {}),
         },
         operation_id=f"{name}_reset",
     )
@@ -271,6 +293,9 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
         return await apply_reset(parsed)
 
     async def apply_reset(request: Any) -> Response:
+        if sealed:
+            return await sealed_reset(request)
+        refuse_handle(request)
         spec = service.resolve_task(request)
         env: Any = None
         try:
@@ -297,6 +322,58 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
         )
         return _json(body)
 
+    async def sealed_reset(request: Any) -> Response:
+        evaluations = service.evaluations
+        claim = await evaluations.claim(service, request)
+        env: Any = None
+        try:
+            await service.store.ensure_room()
+            env = service.build(claim.spec)
+            obs = env.reset(seed=claim.seed)
+            session = await service.store.open(name, env, kind="http", handle=claim.handle)
+        except CapacityError as exc:
+            if env is not None:
+                env.close()
+            await evaluations.unclaim(claim)
+            raise ApiError(
+                503, "CAPACITY_REACHED", str(exc), active_sessions=exc.active, max_sessions=exc.maximum
+            ) from exc
+        except BaseException:
+            if env is not None:
+                env.close()
+            await evaluations.unclaim(claim)
+            raise
+        try:
+            await evaluations.started(claim, session, "http")
+        except ApiError:
+            await service.store.close(session.id, name)
+            raise
+        obs = seal_observation(type(env), obs)
+        shown = obs.model_dump_json()
+        if service.profile is not None and service.profile.observation is not None:
+            shaped = service.profile.observation(obs.model_dump(mode="json"), None, {}, env)
+            shown = json.dumps(seal_profile_observation(shaped))
+        body = (
+            f'{{"session_id":{json.dumps(session.id)},"task_id":{json.dumps(claim.spec.id)},'
+            f'"observation":{shown},"reward":null,"done":{json.dumps(bool(obs.done))}}}'
+        )
+        return _json(body)
+
+    async def sealed_step(session: Session, result: StepResult[Any], recorded: dict[str, Any]) -> Response:
+        cls = type(session.env)
+        obs = seal_observation(cls, result.observation)
+        info = seal_info(cls, result.info)
+        if result.done and session.handle is not None:
+            await service.evaluations.finished(session.handle, session.env)
+        profile = service.profile
+        if profile is None:
+            return _json(result.model_copy(update={"observation": obs, "info": info}).model_dump_json())
+        info = {**info, **recorded}
+        shown: Any = obs.model_dump(mode="json")
+        if profile.observation is not None:
+            shown = seal_profile_observation(profile.observation(shown, result.reward, info, session.env))
+        return JSONResponse({"observation": shown, "reward": result.reward, "done": result.done, "info": info})
+
     async def apply_step(request: StepRequest) -> Response:
         if isinstance(request.action, str) and json_too_deep(request.action):
             message = too_deep_message("action")
@@ -313,6 +390,8 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
                 result = session.env.step(action)
             except EpisodeFinishedError as exc:
                 raise ApiError(409, "EPISODE_FINISHED", str(exc)) from exc
+            if sealed:
+                return await sealed_step(session, result, recorded)
             if profile is None:
                 return _json(result.model_dump_json())
             info = {**result.info, **recorded}
@@ -344,6 +423,14 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
         return await apply_step(parsed)
 
     admin_token = service.config.admin_token
+    sealed_grade: dict[int | str, dict[str, Any]] = {403: _SEALED_UNTIL_CLOSED} if sealed else {}
+
+    def refuse_sealed(request: Request) -> bool:
+        """True for the admin; 403 SEALED_UNTIL_CLOSED for anyone else on a sealed server."""
+        admin = is_admin(admin_token, presented_token(request.headers))
+        if sealed and not admin:
+            raise ApiError(403, "SEALED_UNTIL_CLOSED", SEALED_UNTIL_CLOSED)
+        return admin
 
     @app.get(
         "/grade/{session_id}",
@@ -353,11 +440,12 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
         responses={
             **_SESSION_ERRORS,
             409: _doc("EPISODE_NOT_DONE, SESSION_BUSY", "The episode is still running, or another request holds it"),
+            **sealed_grade,
         },
         operation_id=f"{name}_grade",
     )
     async def grade(request: Request, session_id: SessionIdPath) -> Response:
-        admin = is_admin(admin_token, presented_token(request.headers))
+        admin = refuse_sealed(request)
         async with session_of(session_id, write=False) as session:
             if not (admin or session.env.done):
                 raise ApiError(
@@ -377,10 +465,12 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
         responses={
             **_SESSION_ERRORS,
             409: _doc("EPISODE_NOT_DONE, SESSION_BUSY", "The episode is still running, or another request holds it"),
+            **sealed_grade,
         },
         operation_id=f"{name}_grade_post",
     )
     async def grade_post(request: Request, body: GradeRequest | None = None) -> Response:
+        refuse_sealed(request)
         if body is not None and body.session_id is not None:
             return await grade(request, body.session_id)
         peer = request.client.host if request.client else "-"
@@ -404,10 +494,14 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
     async def scenario(session_id: SessionIdPath) -> JSONResponse:
         async with session_of(session_id, write=False) as session:
             data = {"session_id": session_id, **public_state(session.env)}
-            data["observation"] = session.env.observation().model_dump(mode="json")
+            obs = session.env.observation()
+            if sealed:
+                obs = seal_observation(type(session.env), obs)
+            data["observation"] = obs.model_dump(mode="json")
             return JSONResponse(data)
 
     async def full_state(request: Request, session_id: str) -> Response:
+        refuse_sealed(request)
         require_admin(admin_token, presented_token(request.headers))
         async with session_of(session_id, write=False) as session:
             return _json(session.env.state().model_dump_json())
@@ -417,6 +511,11 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
         **_SESSION_ERRORS,
         **_ADMIN_ERRORS,
     }
+    if sealed:
+        state_responses[403] = _doc(
+            "ADMIN_TOKEN_INVALID, ADMIN_DISABLED, SEALED_UNTIL_CLOSED",
+            "Wrong token, no token configured, or a sealed session without the admin token",
+        )
 
     @app.get(
         "/state/{session_id}",
@@ -449,6 +548,11 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
         operation_id=f"{name}_close",
     )
     async def close(session_id: SessionIdPath) -> JSONResponse:
+        if sealed:  # record the sealed episode as it stands before its session goes
+            with contextlib.suppress(ApiError):
+                async with session_of(session_id, write=False) as session:
+                    if session.handle is not None:
+                        await service.evaluations.left(session.handle, session.env)
         if not await service.store.close(session_id, name):
             raise ApiError(404, "SESSION_NOT_FOUND", SessionNotFoundError(session_id, name).message)
         return JSONResponse({"session_id": session_id, "closed": True})
@@ -500,11 +604,14 @@ def _add_collect(app: APIRouter, service: EnvService, collect: Any) -> None:
         responses={
             **_BODY_ERRORS,
             422: _doc("VALIDATION_ERROR", "A field is invalid, or the server has no corpus to search"),
+            **({403: _doc("SEALED", "Refused on a sealed server")} if service.sealed else {}),
         },
         operation_id=f"{service.name}_collect",
     )
     @_annotate(payload=typing.Annotated[request_model, Body()])
     async def collect_route(payload: Any) -> JSONResponse:
+        if service.sealed:
+            raise ApiError(403, "SEALED", f"collect builds scenarios of the client's choosing: {SEALED_RESET}")
         data = payload.model_dump(mode="json") if isinstance(payload, BaseModel) else payload
         try:
             # Collection searches and reads documents: keep it off the event loop.

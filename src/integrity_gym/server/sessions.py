@@ -19,12 +19,19 @@ does. So every live episode counts towards capacity and is subject to the reaper
   process can be stepped through another, which rebuilds the episode with ``Env.load_state``.
   Per-session locking then uses a Redis lock, and the capacity count is global. WebSocket
   sessions stay in the process that holds the connection but still count towards capacity.
+
+Both stores also keep the sealed evaluations of ``igym serve --sealed`` (``evaluations.py``): an
+evaluation's settings (``meta``), one record per episode, the handle of each episode and, per
+secret and task, the items already handed out. The memory store keeps them in dicts; the Redis
+store keeps them in Redis as JSON (with the evaluation's time-to-live; the record of items
+handed out has none), so they survive a restart and are shared by every process.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import re
 import secrets
@@ -69,6 +76,18 @@ class SessionNotFoundError(KeyError):
         self.message = str(self.args[0])
 
 
+class EvaluationCapacityError(RuntimeError):
+    """The server already holds its maximum number of open evaluations."""
+
+    def __init__(self, active: int, maximum: int) -> None:
+        super().__init__(
+            f"server at capacity: {active} of {maximum} evaluations are open; close one "
+            "(POST /evaluations/<id>/close) or retry later"
+        )
+        self.active = active
+        self.maximum = maximum
+
+
 class SessionBusyError(RuntimeError):
     """The session's lock could not be taken in time (another request holds it)."""
 
@@ -97,6 +116,8 @@ class Session:
     on_evict: Callable[[], Awaitable[None]] | None = None
     #: Set once the store has let the session go (closed, released or reaped).
     closed: bool = False
+    #: The sealed-evaluation handle this HTTP session plays (``evaluations.py``), else None.
+    handle: str | None = None
 
     def touch(self) -> None:
         """Mark the session as used now (restarts its idle time-to-live)."""
@@ -106,13 +127,25 @@ class Session:
 class SessionStore(ABC):
     """Common behaviour of the session stores: limits, the reaper task, WebSocket slots."""
 
-    def __init__(self, *, max_sessions: int, ttl_s: float, reap_interval_s: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        max_sessions: int,
+        ttl_s: float,
+        reap_interval_s: float | None = None,
+        evaluation_ttl_s: float = 86400.0,
+        max_evaluations: int = 64,
+    ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
         if ttl_s <= 0:
             raise ValueError(f"session ttl must be positive, got {ttl_s}")
+        if evaluation_ttl_s <= 0 or max_evaluations < 1:
+            raise ValueError("evaluation ttl must be positive and max_evaluations at least 1")
         self.max_sessions = max_sessions
         self.ttl_s = ttl_s
+        self.evaluation_ttl_s = evaluation_ttl_s
+        self.max_evaluations = max_evaluations
         self.reap_interval_s = reap_interval_s or max(0.05, min(ttl_s / 4, 15.0))
         self._local: dict[str, Session] = {}
         self._reaper: asyncio.Task[None] | None = None
@@ -162,9 +195,18 @@ class SessionStore(ABC):
     # ------------------------------------------------------------------ interface
     @abstractmethod
     async def open(
-        self, env_name: str, env: AnyEnv, *, kind: Kind, on_evict: Callable[[], Awaitable[None]] | None = None
+        self,
+        env_name: str,
+        env: AnyEnv,
+        *,
+        kind: Kind,
+        on_evict: Callable[[], Awaitable[None]] | None = None,
+        handle: str | None = None,
     ) -> Session:
-        """Register a new session (raise ``CapacityError`` when full) and return it."""
+        """Register a new session (raise ``CapacityError`` when full) and return it.
+
+        ``handle`` marks an HTTP session as playing that sealed-evaluation episode.
+        """
 
     @abstractmethod
     def use(
@@ -214,21 +256,87 @@ class SessionStore(ABC):
 
     name = "abstract"
 
+    # ------------------------------------------------------------------ sealed evaluations
+    # Records are JSON-ready dicts: ``meta`` (settings, ``closed``...) and one per episode
+    # (``handle``, ``task_id``, ``index``, ``seed``, ``status``, ``session_id``, ``result``...).
+    @abstractmethod
+    async def eval_create(self, eval_id: str, meta: dict[str, Any], episodes: list[dict[str, Any]]) -> None:
+        """Store a new evaluation and its handles; ``EvaluationCapacityError`` when too many are open."""
+
+    @abstractmethod
+    async def eval_reserve(self, eval_id: str) -> None:
+        """Count ``eval_id`` as open (``EvaluationCapacityError`` at ``max_evaluations``)."""
+
+    @abstractmethod
+    async def eval_unreserve(self, eval_id: str) -> None:
+        """Stop counting ``eval_id`` as open (it closed, or was never created)."""
+
+    @abstractmethod
+    async def eval_meta(self, eval_id: str) -> dict[str, Any] | None:
+        """The evaluation's settings, or None when unknown or expired."""
+
+    @abstractmethod
+    async def eval_put_meta(self, eval_id: str, meta: dict[str, Any], *, renew: bool = False) -> None:
+        """Replace the settings; ``renew`` restarts the evaluation's time-to-live."""
+
+    @abstractmethod
+    async def eval_episodes(self, eval_id: str) -> list[dict[str, Any]]:
+        """Every episode record, in order (empty when unknown)."""
+
+    @abstractmethod
+    async def eval_episode(self, eval_id: str, position: int) -> dict[str, Any] | None:
+        """One episode record."""
+
+    @abstractmethod
+    async def eval_put_episode(self, eval_id: str, position: int, episode: dict[str, Any]) -> None:
+        """Replace one episode record."""
+
+    @abstractmethod
+    async def eval_handle(self, handle: str) -> tuple[str, int] | None:
+        """(evaluation id, position) of a handle, or None when unknown or expired."""
+
+    @abstractmethod
+    def eval_lock(self, eval_id: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """Hold the evaluation's lock (shared by every process of a shared store)."""
+
+    @abstractmethod
+    async def items_members(self, namespace: str) -> set[str]:
+        """The items of ``namespace`` (secret fingerprint and task) handed out so far."""
+
+    @abstractmethod
+    async def items_reserve(self, namespace: str, keys: list[str]) -> list[bool]:
+        """Record ``keys`` as handed out; True for each one that was not already (in order)."""
+
 
 class MemoryStore(SessionStore):
     """Sessions as live Python objects in this process (the embedded default)."""
 
     name = "memory"
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        #: Evaluation id -> {"meta", "episodes", "expires" (wall clock)}.
+        self._evals: dict[str, dict[str, Any]] = {}
+        self._open_evals: set[str] = set()
+        self._handles: dict[str, tuple[str, int]] = {}
+        self._eval_locks: dict[str, asyncio.Lock] = {}
+        self._items: dict[str, set[str]] = {}
+
     async def open(
-        self, env_name: str, env: AnyEnv, *, kind: Kind, on_evict: Callable[[], Awaitable[None]] | None = None
+        self,
+        env_name: str,
+        env: AnyEnv,
+        *,
+        kind: Kind,
+        on_evict: Callable[[], Awaitable[None]] | None = None,
+        handle: str | None = None,
     ) -> Session:
         """Register a new session, reaping idle ones first if the store is full."""
         if len(self._local) >= self.max_sessions:
             await self.reap()
             if len(self._local) >= self.max_sessions:
                 raise CapacityError(len(self._local), self.max_sessions)
-        session = Session(new_session_id(), env_name, env, kind, on_evict=on_evict)
+        session = Session(new_session_id(), env_name, env, kind, on_evict=on_evict, handle=handle)
         self._local[session.id] = session
         return session
 
@@ -273,7 +381,101 @@ class MemoryStore(SessionStore):
         idle = self._idle_local(time.monotonic())
         for session in idle:
             await self._evict(session)
+        self._expire_evaluations()
         return len(idle)
+
+    # ------------------------------------------------------------------ sealed evaluations
+    def _expire_evaluations(self) -> None:
+        now = time.time()
+        for eval_id in [k for k, v in self._evals.items() if v["expires"] <= now]:
+            record = self._evals.pop(eval_id)
+            self._open_evals.discard(eval_id)
+            self._eval_locks.pop(eval_id, None)
+            for episode in record["episodes"]:
+                self._handles.pop(episode["handle"], None)
+
+    def _record(self, eval_id: str) -> dict[str, Any] | None:
+        record = self._evals.get(eval_id)
+        if record is not None and record["expires"] <= time.time():
+            self._expire_evaluations()
+            return None
+        return record
+
+    async def eval_reserve(self, eval_id: str) -> None:
+        """Count the evaluation as open."""
+        self._expire_evaluations()
+        if len(self._open_evals) >= self.max_evaluations:
+            raise EvaluationCapacityError(len(self._open_evals), self.max_evaluations)
+        self._open_evals.add(eval_id)
+
+    async def eval_unreserve(self, eval_id: str) -> None:
+        """Stop counting the evaluation as open."""
+        self._open_evals.discard(eval_id)
+
+    async def eval_create(self, eval_id: str, meta: dict[str, Any], episodes: list[dict[str, Any]]) -> None:
+        """Keep the evaluation in this process."""
+        self._evals[eval_id] = {
+            "meta": dict(meta),
+            "episodes": [dict(e) for e in episodes],
+            "expires": time.time() + self.evaluation_ttl_s,
+        }
+        for position, episode in enumerate(episodes):
+            self._handles[episode["handle"]] = (eval_id, position)
+
+    async def eval_meta(self, eval_id: str) -> dict[str, Any] | None:
+        """A copy of the settings."""
+        record = self._record(eval_id)
+        return None if record is None else dict(record["meta"])
+
+    async def eval_put_meta(self, eval_id: str, meta: dict[str, Any], *, renew: bool = False) -> None:
+        """Replace the settings (and restart the time-to-live)."""
+        record = self._record(eval_id)
+        if record is not None:
+            record["meta"] = dict(meta)
+            if renew:
+                record["expires"] = time.time() + self.evaluation_ttl_s
+
+    async def eval_episodes(self, eval_id: str) -> list[dict[str, Any]]:
+        """Copies of every episode record."""
+        record = self._record(eval_id)
+        return [] if record is None else [dict(e) for e in record["episodes"]]
+
+    async def eval_episode(self, eval_id: str, position: int) -> dict[str, Any] | None:
+        """A copy of one episode record."""
+        record = self._record(eval_id)
+        if record is None or not 0 <= position < len(record["episodes"]):
+            return None
+        return dict(record["episodes"][position])
+
+    async def eval_put_episode(self, eval_id: str, position: int, episode: dict[str, Any]) -> None:
+        """Replace one episode record."""
+        record = self._record(eval_id)
+        if record is not None:
+            record["episodes"][position] = dict(episode)
+
+    async def eval_handle(self, handle: str) -> tuple[str, int] | None:
+        """Where the handle points."""
+        found = self._handles.get(handle)
+        if found is None or self._record(found[0]) is None:
+            return None
+        return found
+
+    def eval_lock(self, eval_id: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """An asyncio lock per evaluation."""
+        return self._eval_locks.setdefault(eval_id, asyncio.Lock())
+
+    async def items_members(self, namespace: str) -> set[str]:
+        """Items handed out in this process's lifetime."""
+        return set(self._items.get(namespace, ()))
+
+    async def items_reserve(self, namespace: str, keys: list[str]) -> list[bool]:
+        """Add each key; True where it was new."""
+        used = self._items.setdefault(namespace, set())
+        fresh = []
+        for key in keys:
+            fresh.append(key not in used)
+            used.add(key)
+        return fresh
 
 
 # Capacity check and registration in one atomic step, shared by every server process.
@@ -301,8 +503,16 @@ class RedisStore(SessionStore):
         reap_interval_s: float | None = None,
         prefix: str = "igym",
         lock_timeout_s: float = 30.0,
+        evaluation_ttl_s: float = 86400.0,
+        max_evaluations: int = 64,
     ) -> None:
-        super().__init__(max_sessions=max_sessions, ttl_s=ttl_s, reap_interval_s=reap_interval_s)
+        super().__init__(
+            max_sessions=max_sessions,
+            ttl_s=ttl_s,
+            reap_interval_s=reap_interval_s,
+            evaluation_ttl_s=evaluation_ttl_s,
+            max_evaluations=max_evaluations,
+        )
         try:
             import redis.asyncio as aioredis
         except ImportError as exc:  # pragma: no cover - depends on the optional extra
@@ -373,10 +583,16 @@ class RedisStore(SessionStore):
             raise CapacityError(-result - 1, self.max_sessions)
 
     async def open(
-        self, env_name: str, env: AnyEnv, *, kind: Kind, on_evict: Callable[[], Awaitable[None]] | None = None
+        self,
+        env_name: str,
+        env: AnyEnv,
+        *,
+        kind: Kind,
+        on_evict: Callable[[], Awaitable[None]] | None = None,
+        handle: str | None = None,
     ) -> Session:
         """Reserve a slot in Redis; an HTTP session's state is written there at once."""
-        session = Session(new_session_id(), env_name, env, kind, on_evict=on_evict)
+        session = Session(new_session_id(), env_name, env, kind, on_evict=on_evict, handle=handle)
         await self._reserve(session.id)
         if kind == "ws":
             self._local[session.id] = session
@@ -395,9 +611,15 @@ class RedisStore(SessionStore):
         key = self._key(session.id)
         state = session.env.state().model_dump_json()
         pipe = self._redis.pipeline(transaction=True)
-        pipe.hset(
-            key, mapping={"env": session.env_name, "task": session.env.spec.id, "state": state, "ver": session.version}
-        )
+        mapping: dict[str, Any] = {
+            "env": session.env_name,
+            "task": session.env.spec.id,
+            "state": state,
+            "ver": session.version,
+        }
+        if session.handle is not None:
+            mapping["handle"] = session.handle
+        pipe.hset(key, mapping=mapping)
         pipe.expire(key, max(1, round(self.ttl_s)))
         pipe.zadd(self._index, {session.id: time.time() + self.ttl_s})
         with self._reachable():
@@ -456,7 +678,9 @@ class RedisStore(SessionStore):
 
     async def _load(self, session_id: str, env_name: str) -> Session:
         with self._reachable():
-            env_field, task, version = await self._redis.hmget(self._key(session_id), "env", "task", "ver")
+            env_field, task, version, handle = await self._redis.hmget(
+                self._key(session_id), "env", "task", "ver", "handle"
+            )
         if env_field is None or env_field.decode() != env_name:
             self._cache.pop(session_id, None)
             raise SessionNotFoundError(session_id, env_name)
@@ -471,7 +695,9 @@ class RedisStore(SessionStore):
             raise SessionNotFoundError(session_id, env_name)
         env = self._factory(task.decode())
         env.load_state(env.state_type.model_validate_json(state_json))
-        session = Session(session_id, env_name, env, "http", version=ver)
+        session = Session(
+            session_id, env_name, env, "http", version=ver, handle=None if handle is None else handle.decode()
+        )
         self._cache[session_id] = session
         return session
 
@@ -524,11 +750,142 @@ class RedisStore(SessionStore):
             live = {s.id: now_wall + self.ttl_s - (now - s.last_used) for s in self._local.values()}
             if live:
                 await self._redis.zadd(self._index, live)
+            await self._redis.zremrangebyscore(self._evals_index, "-inf", now_wall)
         for sid, cached in list(self._cache.items()):
             if now - cached.last_used > self.ttl_s and cached.busy == 0:
                 self._cache.pop(sid, None)
                 self._locks.pop(sid, None)
         return removed + len(idle)
+
+    # ------------------------------------------------------------------ sealed evaluations
+    @property
+    def _evals_index(self) -> str:
+        return f"{self._prefix}:evaluations"  # open evaluations, scored by expiry
+
+    def _meta_key(self, eval_id: str) -> str:
+        return f"{self._prefix}:e:{eval_id}:meta"
+
+    def _episodes_key(self, eval_id: str) -> str:
+        return f"{self._prefix}:e:{eval_id}:episodes"
+
+    def _handle_key(self, handle: str) -> str:
+        return f"{self._prefix}:h:{handle}"
+
+    def _items_key(self, namespace: str) -> str:
+        return f"{self._prefix}:items:{namespace}"
+
+    @property
+    def _eval_ttl(self) -> int:
+        return max(1, round(self.evaluation_ttl_s))
+
+    async def eval_reserve(self, eval_id: str) -> None:
+        """Count the evaluation as open, atomically against every process."""
+        now = time.time()
+        with self._reachable():
+            result = int(
+                await self._open_script(
+                    keys=[self._evals_index], args=[now, self.max_evaluations, now + self.evaluation_ttl_s, eval_id]
+                )
+            )
+        if result < 0:
+            raise EvaluationCapacityError(-result - 1, self.max_evaluations)
+
+    async def eval_unreserve(self, eval_id: str) -> None:
+        """Stop counting the evaluation as open."""
+        with self._reachable():
+            await self._redis.zrem(self._evals_index, eval_id)
+
+    async def eval_create(self, eval_id: str, meta: dict[str, Any], episodes: list[dict[str, Any]]) -> None:
+        """Write the settings, the episodes and the handles, each with the evaluation's time-to-live."""
+        ttl = self._eval_ttl
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.set(self._meta_key(eval_id), json.dumps(meta), ex=ttl)
+        episodes_key = self._episodes_key(eval_id)
+        for start in range(0, len(episodes), 1000):
+            chunk = {str(start + i): json.dumps(e) for i, e in enumerate(episodes[start : start + 1000])}
+            pipe.hset(episodes_key, mapping=chunk)
+        pipe.expire(episodes_key, ttl)
+        for position, episode in enumerate(episodes):
+            pipe.set(self._handle_key(episode["handle"]), f"{eval_id}:{position}", ex=ttl)
+        with self._reachable():
+            await pipe.execute()
+
+    async def eval_meta(self, eval_id: str) -> dict[str, Any] | None:
+        """The settings, from Redis."""
+        with self._reachable():
+            raw = await self._redis.get(self._meta_key(eval_id))
+        return None if raw is None else dict(json.loads(raw))
+
+    async def eval_put_meta(self, eval_id: str, meta: dict[str, Any], *, renew: bool = False) -> None:
+        """Replace the settings, keeping (or restarting) the time-to-live."""
+        pipe = self._redis.pipeline(transaction=True)
+        if renew:
+            pipe.set(self._meta_key(eval_id), json.dumps(meta), ex=self._eval_ttl)
+            pipe.expire(self._episodes_key(eval_id), self._eval_ttl)
+        else:
+            pipe.set(self._meta_key(eval_id), json.dumps(meta), keepttl=True)
+        with self._reachable():
+            await pipe.execute()
+
+    async def eval_episodes(self, eval_id: str) -> list[dict[str, Any]]:
+        """Every episode record, in order."""
+        with self._reachable():
+            raw = await self._redis.hgetall(self._episodes_key(eval_id))
+        return [json.loads(raw[k]) for k in sorted(raw, key=lambda k: int(k))]
+
+    async def eval_episode(self, eval_id: str, position: int) -> dict[str, Any] | None:
+        """One episode record."""
+        with self._reachable():
+            raw = await self._redis.hget(self._episodes_key(eval_id), str(position))
+        return None if raw is None else dict(json.loads(raw))
+
+    async def eval_put_episode(self, eval_id: str, position: int, episode: dict[str, Any]) -> None:
+        """Replace one episode record (only while the evaluation exists)."""
+        with self._reachable():
+            if await self._redis.exists(self._episodes_key(eval_id)):
+                await self._redis.hset(self._episodes_key(eval_id), str(position), json.dumps(episode))
+
+    async def eval_handle(self, handle: str) -> tuple[str, int] | None:
+        """Where the handle points."""
+        with self._reachable():
+            raw = await self._redis.get(self._handle_key(handle))
+        if raw is None:
+            return None
+        eval_id, _, position = raw.decode().rpartition(":")
+        return eval_id, int(position)
+
+    @contextlib.asynccontextmanager
+    async def eval_lock(self, eval_id: str) -> AsyncIterator[None]:
+        """A Redis lock per evaluation, shared by every process."""
+        from redis.exceptions import LockError, RedisError
+
+        lock = self._redis.lock(
+            f"{self._prefix}:elock:{eval_id}", timeout=self._lock_timeout_s, blocking_timeout=self._lock_timeout_s
+        )
+        with self._reachable():
+            acquired = await lock.acquire()
+        if not acquired:
+            raise SessionBusyError(f"evaluation {eval_id} stayed locked for {self._lock_timeout_s}s; retry")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(LockError, RedisError, OSError):
+                await lock.release()
+
+    async def items_members(self, namespace: str) -> set[str]:
+        """Items handed out by every process sharing this Redis."""
+        with self._reachable():
+            members = await self._redis.smembers(self._items_key(namespace))
+        return {m.decode() for m in members}
+
+    async def items_reserve(self, namespace: str, keys: list[str]) -> list[bool]:
+        """SADD each key (atomic across processes); True where it was new."""
+        pipe = self._redis.pipeline(transaction=False)
+        for key in keys:
+            pipe.sadd(self._items_key(namespace), key)
+        with self._reachable():
+            added = await pipe.execute()
+        return [bool(n) for n in added]
 
     def describe(self) -> dict[str, Any]:
         """Settings, with the Redis URL's password hidden."""
@@ -536,11 +893,25 @@ class RedisStore(SessionStore):
 
 
 def build_store(
-    spec: str, factory: EnvFactory, *, max_sessions: int, ttl_s: float, reap_interval_s: float | None = None
+    spec: str,
+    factory: EnvFactory,
+    *,
+    max_sessions: int,
+    ttl_s: float,
+    reap_interval_s: float | None = None,
+    evaluation_ttl_s: float = 86400.0,
+    max_evaluations: int = 64,
 ) -> SessionStore:
     """Build the store named by ``spec``: ``memory`` or a ``redis://`` / ``rediss://`` URL."""
+    limits: dict[str, Any] = {
+        "max_sessions": max_sessions,
+        "ttl_s": ttl_s,
+        "reap_interval_s": reap_interval_s,
+        "evaluation_ttl_s": evaluation_ttl_s,
+        "max_evaluations": max_evaluations,
+    }
     if spec == "memory":
-        return MemoryStore(max_sessions=max_sessions, ttl_s=ttl_s, reap_interval_s=reap_interval_s)
+        return MemoryStore(**limits)
     if spec.startswith(("redis://", "rediss://", "unix://")):
-        return RedisStore(spec, factory, max_sessions=max_sessions, ttl_s=ttl_s, reap_interval_s=reap_interval_s)
+        return RedisStore(spec, factory, **limits)
     raise ValueError(f"unknown session store {spec!r}: use 'memory' or a redis://host:port/db URL")

@@ -18,6 +18,11 @@ connection that presented the admin token), and ``state`` returns the full state
 connection (``Authorization: Bearer`` header or ``?admin_token=``); others get the task and
 counters with ``"ground_truth_hidden": true``. The session belongs to this connection alone:
 its id is never sent and no HTTP route can reach or end it.
+
+On a sealed server (``evaluations.py``) ``reset`` takes ``{"handle": ...}`` alone (error
+``SEALED`` otherwise, ``HANDLE_NOT_FOUND``, ``HANDLE_USED``, ``EVALUATION_CLOSED``), observations
+and metadata name no item, ``state`` and ``grade`` answer ``SEALED_UNTIL_CLOSED`` except to an
+admin connection, and messages take the ASGI path (they read and write the evaluation's records).
 """
 
 from __future__ import annotations
@@ -41,6 +46,13 @@ from websockets.http11 import Request
 from integrity_gym.core.env import EpisodeFinishedError, NotResetError
 from integrity_gym.server.app import EnvService, public_state
 from integrity_gym.server.compat import Profile
+from integrity_gym.server.evaluations import (
+    SEALED_UNTIL_CLOSED,
+    refuse_handle,
+    seal_info,
+    seal_observation,
+    seal_profile_observation,
+)
 from integrity_gym.server.security import (
     ApiError,
     describe_errors,
@@ -50,7 +62,7 @@ from integrity_gym.server.security import (
     presented_token,
     too_deep_message,
 )
-from integrity_gym.server.sessions import CapacityError, Session, StoreUnavailableError
+from integrity_gym.server.sessions import CapacityError, Session, SessionBusyError, StoreUnavailableError
 
 log = logging.getLogger("integrity_gym.server.ws")
 
@@ -244,11 +256,28 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
             session.busy -= 1
             session.touch()
 
+    sealed = service.sealed
+    connection = _SealedConnection()
+
+    async def answer_sealed(text: str) -> str | None:
+        """The reply to one text message on a sealed server; ``None`` ends the connection."""
+        if len(text) > limit:
+            return _error("VALIDATION_ERROR", f"message of {len(text)} characters exceeds the limit of {limit}")
+        if json_too_deep(text):
+            return _error("VALIDATION_ERROR", too_deep_message("message"))
+        session.busy += 1
+        try:
+            return await _handle_sealed(text, session, service, admin, peer, connection)
+        finally:
+            session.busy -= 1
+            session.touch()
+
     # Under DirectWebSocketProtocol, text messages are answered inside the protocol; what it
     # passes on (a close, a binary message, anything after the reaper ended the session) and
-    # every message under any other server arrives below.
+    # every message under any other server arrives below. A sealed server's messages await the
+    # store, so they all arrive below.
     direct: dict[str, Callable[[str], str | None]] | None = scope.get("extensions", {}).get(DIRECT_EXTENSION)
-    if direct is not None:
+    if direct is not None and not sealed:
         direct["handler"] = lambda text: None if session.closed else answer(text)
     try:
         while not session.closed:
@@ -262,7 +291,7 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
                 except UnicodeDecodeError:
                     await send(_text(_error("INVALID_JSON", "binary message is not UTF-8 JSON")))
                     continue
-            reply = answer(text)
+            reply = await answer_sealed(text) if sealed else answer(text)
             if reply is None:
                 break
             await send(_text(reply))
@@ -283,6 +312,9 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
     finally:
         if direct is not None:
             direct.pop("handler", None)
+        if sealed and connection.handle is not None:
+            with contextlib.suppress(Exception):
+                await service.evaluations.left(connection.handle, session.env)
         await service.store.release(session)
         await close(1000)
 
@@ -392,6 +424,7 @@ def _reset(message: dict[str, Any], session: Session, service: EnvService) -> st
     if service.profile is not None:
         data = service.profile.reset_data(data)
     request = service.reset_model.model_validate(data)
+    refuse_handle(request)
     spec = service.resolve_task(request)
     if session.env.spec.id != spec.id:
         session.env.close()
@@ -410,3 +443,136 @@ def _reset(message: dict[str, Any], session: Session, service: EnvService) -> st
         f'{{"type":"observation","data":{{"observation":{obs.model_dump_json()},'
         f'"reward":null,"done":{"true" if obs.done else "false"},"metadata":{metadata}}}}}'
     )
+
+
+# --------------------------------------------------------------------------- sealed servers
+class _SealedConnection:
+    """What a connection to a sealed server plays: the handle of its current episode."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self) -> None:
+        self.handle: str | None = None
+
+
+async def _handle_sealed(
+    text: str, session: Session, service: EnvService, admin: bool, peer: str, connection: _SealedConnection
+) -> str | None:
+    """Answer one message on a sealed server; what is not sealed-specific goes to ``_handle``."""
+    try:
+        message = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return _handle(text, session, service, admin, peer)
+    kind = message.get("type") if isinstance(message, dict) else None
+    if kind not in ("reset", "step", "state", "grade") or (admin and kind in ("state", "grade")):
+        return _handle(text, session, service, admin, peer)  # close, unknown types, the admin's reads
+    try:
+        if kind == "reset":
+            return await _sealed_reset(message, session, service, connection)
+        if kind in ("state", "grade"):
+            return _error("SEALED_UNTIL_CLOSED", SEALED_UNTIL_CLOSED)
+        handle = connection.handle
+        if handle is not None:
+            live = service.evaluations.ws.get(handle)
+            if live is None or live.ended:
+                return _error(
+                    "EVALUATION_CLOSED",
+                    "this episode's evaluation is closed: its results were released by POST /evaluations/<id>/close",
+                )
+        return await _sealed_step(message, session, service, connection)
+    except (NotResetError, EpisodeFinishedError) as exc:
+        return _error("EXECUTION_ERROR", str(exc), error_type=type(exc).__name__)
+    except ApiError as exc:
+        return _error(exc.code, exc.message, **exc.extra)
+    except ValidationError as exc:
+        errors = [{**e, "loc": ["data", *e["loc"]]} for e in json_safe_errors(exc.errors())]
+        return _error("VALIDATION_ERROR", f"invalid '{kind}' message: {describe_errors(errors)}", errors=errors)
+    except StoreUnavailableError as exc:
+        return _error("SESSION_STORE_UNAVAILABLE", str(exc))
+    except SessionBusyError as exc:
+        return _error("SESSION_ERROR", str(exc))
+    except Exception as exc:  # an environment bug: report it without the traceback
+        log.exception("session %s: sealed %s message failed", session.id, kind)
+        return _error(
+            "EXECUTION_ERROR",
+            f"the environment failed on this {kind} message ({type(exc).__name__}); see the server log",
+            error_type="InternalError",
+        )
+
+
+async def _sealed_reset(
+    message: dict[str, Any], session: Session, service: EnvService, connection: _SealedConnection
+) -> str:
+    data = message.get("data", {})
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return _error(
+            "VALIDATION_ERROR", f"'reset' data must be a JSON object of reset arguments, not {type(data).__name__}"
+        )
+    if service.profile is not None:
+        data = service.profile.reset_data(data)
+    request = service.reset_model.model_validate(data)
+    evaluations = service.evaluations
+    claim = await evaluations.claim(service, request)
+    try:
+        env = service.build(claim.spec)
+        obs = env.reset(seed=claim.seed)
+    except BaseException:
+        await evaluations.unclaim(claim)
+        raise
+    previous, old_env = connection.handle, session.env
+    session.env, connection.handle = env, claim.handle
+    if previous is not None:
+        await evaluations.left(previous, old_env)
+    old_env.close()
+    try:
+        await evaluations.started(claim, session, "ws")
+    except ApiError:
+        connection.handle = None
+        session.env = service.build(service.tasks[0])  # nothing of that item stays playable
+        env.close()
+        raise
+    obs = seal_observation(type(env), obs)
+    metadata = {"task_id": claim.spec.id}
+    if service.profile is not None and service.profile.observation is not None:
+        shaped = seal_profile_observation(service.profile.observation(obs.model_dump(mode="json"), None, {}, env))
+        return json.dumps(
+            {
+                "type": "observation",
+                "data": {"observation": shaped, "reward": None, "done": obs.done, "metadata": metadata},
+            }
+        )
+    reply = {"observation": obs, "reward": None, "done": obs.done, "metadata": metadata}
+    return to_json({"type": "observation", "data": reply}).decode()
+
+
+async def _sealed_step(
+    message: dict[str, Any], session: Session, service: EnvService, connection: _SealedConnection
+) -> str:
+    if "data" not in message:
+        return _error("VALIDATION_ERROR", "'step' needs 'data': the action, as a JSON object")
+    profile = service.profile
+    action, recorded = (message["data"], {}) if profile is None else profile.action(message["data"])
+    if isinstance(action, str) and json_too_deep(action):
+        return _error("VALIDATION_ERROR", too_deep_message("data"))
+    env = session.env
+    result = env.step(action)
+    cls = type(env)
+    obs = seal_observation(cls, result.observation)
+    info = seal_info(cls, result.info)
+    if result.done and connection.handle is not None:
+        await service.evaluations.finished(connection.handle, env)
+    if profile is not None:
+        info = {**info, **recorded}
+        shown: Any = obs.model_dump(mode="json")
+        if profile.observation is not None:
+            shown = seal_profile_observation(profile.observation(shown, result.reward, info, env))
+        return json.dumps(
+            {
+                "type": "observation",
+                "data": {"observation": shown, "reward": result.reward, "done": result.done, "metadata": info},
+            }
+        )
+    reply = {"observation": obs, "reward": result.reward, "done": result.done, "metadata": info}
+    return to_json({"type": "observation", "data": reply}).decode()

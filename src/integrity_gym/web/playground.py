@@ -4,7 +4,9 @@ The page plays through the environment's own HTTP routes (``/<env>/reset``, ``/<
 ``/<env>/grade/{id}``, ``DELETE /<env>/session/{id}``), so capacity, the idle TTL, the admin token
 and "grade only after done" hold for it exactly as for any client. ``explain()`` words the grade
 in sentences, which can name hidden facts: it is answered, like the grade, only once the episode
-has ended.
+has ended. On a sealed server (``igym serve --sealed``) it waits for the evaluation's close, like
+the grade (403 ``SEALED_UNTIL_CLOSED``, except to the admin token); the page's resets are refused
+there, as every reset without a handle is.
 
 Under ``--root ENV`` the server answers ``/<path>`` as ``/ENV/<path>``, so the routes are also
 mounted at ``/ENV/web``; the page builds every URL relative to itself and works at both.
@@ -20,7 +22,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route, Router
 from starlette.staticfiles import StaticFiles
 
-from integrity_gym.server.security import ApiError
+from integrity_gym.server.security import ApiError, is_admin, presented_token
 from integrity_gym.server.sessions import SessionBusyError, SessionNotFoundError
 from integrity_gym.web import page, static_dir
 
@@ -42,6 +44,10 @@ def playground_router(services: Mapping[str, EnvService]) -> Router:
         service = services.get(name)
         if service is None:
             raise ApiError(404, "NOT_FOUND", f"no environment {name!r}; choose one of: {', '.join(services)}")
+        if service.sealed and not is_admin(service.config.admin_token, presented_token(request.headers)):
+            from integrity_gym.server.evaluations import SEALED_UNTIL_CLOSED
+
+            raise ApiError(403, "SEALED_UNTIL_CLOSED", SEALED_UNTIL_CLOSED)
         try:
             async with service.store.use(session_id, name, write=False) as session:
                 if not session.env.done:

@@ -103,6 +103,8 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
     """
 
     env_name = "information_integrity"
+    #: Its observation names no scenario (no id, seed or episode id) and step info carries rewards only.
+    ITEM_FIELDS = ()
     local_only_options = frozenset({"scenario_file"})
     action_type = IntegrityAction
     observation_type = IntegrityObservation

@@ -86,6 +86,8 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
     """
 
     env_name = "pii_redaction"
+    #: Its observation names no document (no id, no seed) and step info carries rewards only.
+    ITEM_FIELDS = ()
     action_type = RedactionAction
     observation_type = RedactionObservation
     state_type = RedactionState

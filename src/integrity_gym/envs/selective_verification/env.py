@@ -179,6 +179,9 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
     """Judge one claim about a picture or passage with a verdict and a calibrated confidence."""
 
     env_name = "selective_verification"
+    #: Sealed servers blank the item id (a scenario_id that reopens the item) and the per-trace
+    #: indicators that say whether the answer was right.
+    ITEM_FIELDS = ("item_id", "info.trace_metrics.correct", "info.trace_metrics.brier_sum")
     malformed_action_ends_episode = True
     episode_success = False  # success is judged on the task's mean grade (see grader.py)
     action_help = (
