@@ -180,7 +180,7 @@ def expect_offsets(page: Any, start: int, end: int) -> None:
 
 @pytest.mark.parametrize("viewport", VIEWPORT_NAMES)
 def test_play_pii_redaction(server: ServerProcess, open_page: Any, viewport: str) -> None:
-    task, seed = "pii_redaction/gdpr_contract_easy-v3", 0
+    task, seed = "pii_redaction/gdpr_contract_easy-v4", 0
     env = local_env(task, seed)
     window = env.observation().window_size
     gold = [e for e in env.state().document.entities if e.end <= window][:2]
@@ -235,7 +235,7 @@ def test_play_pii_redaction(server: ServerProcess, open_page: Any, viewport: str
 
 def test_redact_on_a_phone_by_touch(server: ServerProcess, open_page: Any) -> None:
     """On a touch phone: a selection made without mouse or key events fills REDACT, a tap sends it."""
-    task, seed = "pii_redaction/gdpr_contract_easy-v3", 1
+    task, seed = "pii_redaction/gdpr_contract_easy-v4", 1
     env = local_env(task, seed)
     window = env.observation().window_size
     gold = [e for e in env.state().document.entities if e.end <= window][:2]
@@ -315,8 +315,8 @@ def test_play_information_integrity(server: ServerProcess, open_page: Any, viewp
 @pytest.mark.parametrize(
     ("viewport", "task", "verdict"),
     [
-        ("desktop", "selective_verification/random-v2", "SUPPORTED"),
-        ("phone", "selective_verification/text-v2", "ABSTAIN"),
+        ("desktop", "selective_verification/random-v3", "SUPPORTED"),
+        ("phone", "selective_verification/text-v3", "ABSTAIN"),
     ],
 )
 def test_play_selective_verification(
@@ -358,7 +358,7 @@ def test_play_selective_verification(
 def test_a_lost_session_says_so(server: ServerProcess, open_page: Any) -> None:
     watched = open_page("desktop")
     page = watched.page
-    page.goto(f"{server.url}/web/?task=pii_redaction/gdpr_contract_easy-v3&seed=1")
+    page.goto(f"{server.url}/web/?task=pii_redaction/gdpr_contract_easy-v4&seed=1")
     page.wait_for_selector("body[data-ready]")
     with page.expect_response(lambda r: r.url.endswith("/pii_redaction/reset")) as reply:
         page.click("#start")
@@ -389,7 +389,7 @@ def test_one_environment_server_at_capacity(open_page: Any) -> None:
         ["--root", "pii_redaction", "--tasks", "pii_redaction/*", "--max-sessions", "1"], cli=True
     ) as one:
         first = open_page("desktop")
-        page = start(first, one.url, "pii_redaction/gdpr_contract_easy-v3", 0)
+        page = start(first, one.url, "pii_redaction/gdpr_contract_easy-v4", 0)
         options = page.locator("#task option").all_inner_texts()
         assert options and all(o.startswith("pii_redaction/") for o in options)
         second = open_page("desktop")
@@ -413,3 +413,25 @@ def test_one_environment_server_at_capacity(open_page: Any) -> None:
         assert "CAPACITY_REACHED" in page.inner_text("#banner")
         assert page.inner_text("#stage") == "No episode is running." and page.locator("#grade").count() == 0
         assert page.locator("#steps > li").count() == 0 and page.inner_text("#return") == "0.000"
+
+
+@pytest.mark.parametrize("path", ["/docs", "/information_integrity/docs"])
+def test_the_api_docs_render_with_nothing_from_another_origin(server: ServerProcess, open_page: Any, path: str) -> None:
+    """/docs worked only online (Swagger UI from a CDN): every request but the server's own is now refused."""
+    watched: Watched = open_page("desktop")
+    page = watched.page
+    outside: list[str] = []
+
+    def only_local(route: Any) -> None:
+        if route.request.url.startswith(server.url):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_local)
+    page.goto(server.url + path)
+    page.wait_for_selector(".swagger-ui .info .title")
+    assert "integrity-gym" in page.inner_text(".swagger-ui .info .title") and outside == []
+    page.wait_for_selector(".opblock")  # the operations are listed
+    watched.shot("api-docs" + path.replace("/", "-"))

@@ -13,8 +13,10 @@ as soon as its tasks are registered.
 from __future__ import annotations
 
 import contextlib
+import html
 import importlib
 import inspect
+import json
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, create_model
 
 import integrity_gym
@@ -392,12 +394,15 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
         version=integrity_gym.__version__,
         description=(
             "Every integrity-gym environment over OpenEnv's WebSocket protocol and stateful HTTP. "
-            "Each environment has its own API docs at /<env>/docs: "
+            "Each environment has its own API docs at `/<env>/docs`: "
             + ", ".join(f"[/{name}/docs](/{name}/docs)" for name in groups)
         ),
         lifespan=lifespan,
+        docs_url=None,  # served by _add_docs from local files: FastAPI's own page loads Swagger UI from a CDN
+        redoc_url=None,
     )
     install_error_handlers(app)
+    _add_docs(app)
     profile = PROFILES[config.profile] if config.profile else None
     services = {
         name: EnvService(name, env_specs, config, holder, profile if name == root else None)
@@ -494,8 +499,6 @@ def _add_env_docs(app: FastAPI, service: EnvService) -> None:
     The paths are given relative to ``/<env>`` (``/reset``, ``/step``, ``/state`` ...), so
     ``openenv validate --url http://host:port/<env>`` sees a simulation-mode OpenEnv server.
     """
-    from fastapi.openapi.docs import get_swagger_ui_html
-
     name = service.name
     prefix = f"/{name}"
     cache: dict[str, Any] = {}
@@ -530,7 +533,52 @@ def _add_env_docs(app: FastAPI, service: EnvService) -> None:
 
     @app.get(f"{prefix}/docs", include_in_schema=False)
     async def env_docs() -> Any:
-        return get_swagger_ui_html(openapi_url=f"{prefix}/openapi.json", title=f"integrity-gym: {name}")
+        return _swagger_page(f"{prefix}/openapi.json", f"integrity-gym: {name}")
+
+
+#: Where the API pages load Swagger UI from: this server (the files fastapi-offline ships), never a CDN.
+DOCS_ASSETS = "/docs-assets"
+
+
+def _swagger_dir() -> Path:
+    from importlib.resources import files
+
+    return Path(str(files("fastapi_offline").joinpath("static")))
+
+
+def _swagger_page(openapi_url: str, title: str) -> HTMLResponse:
+    """A Swagger UI page for ``openapi_url`` whose script and style this server serves (works offline)."""
+    page = f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)}</title>
+<link rel="stylesheet" href="{DOCS_ASSETS}/swagger-ui.css">
+<link rel="icon" href="{DOCS_ASSETS}/favicon.png">
+</head>
+<body>
+<div id="swagger-ui"></div>
+<script src="{DOCS_ASSETS}/swagger-ui-bundle.js"></script>
+<script>
+SwaggerUIBundle({{url: {json.dumps(openapi_url)}, dom_id: "#swagger-ui", layout: "BaseLayout", deepLinking: true,
+                  presets: [SwaggerUIBundle.presets.apis]}});
+</script>
+</body>
+</html>
+"""
+    return HTMLResponse(page)
+
+
+def _add_docs(app: FastAPI) -> None:
+    """``/docs`` for the whole server and the Swagger UI files every ``/docs`` page loads."""
+    from starlette.staticfiles import StaticFiles
+
+    app.mount(DOCS_ASSETS, StaticFiles(directory=_swagger_dir()), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> Any:
+        return _swagger_page("/openapi.json", "integrity-gym")
 
 
 def app_from_environment() -> FastAPI:
