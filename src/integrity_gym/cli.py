@@ -579,6 +579,10 @@ def serve(
             max_evaluations=max_evaluations,
         )
         config.root_env()
+        shown = host if host not in ("0.0.0.0", "::") else "127.0.0.1"
+        base = f"http://{shown}:{port}" if port else "the address uvicorn prints below"
+        console.print(f"playground: {base}/web/   API docs: {base}/docs" if port else
+                      f"playground at /web/ and API docs at /docs of {base}", highlight=False)  # fmt: skip
         run_server(host=host, port=port, workers=workers, config=config)
     except ValueError as exc:
         raise _fail(str(exc)) from exc

@@ -435,3 +435,5 @@ def test_the_api_docs_render_with_nothing_from_another_origin(server: ServerProc
     assert "integrity-gym" in page.inner_text(".swagger-ui .info .title") and outside == []
     page.wait_for_selector(".opblock")  # the operations are listed
     watched.shot("api-docs" + path.replace("/", "-"))
+    # `igym serve` says where the playground and these docs are.
+    assert any("playground at /web/ and API docs at /docs" in " ".join(line.split()) for line in server.log)
