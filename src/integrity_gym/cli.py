@@ -73,13 +73,17 @@ PLAY_KEYS = "(type an action; help or ? shows this again; quit ends the episode 
 def play(
     task: Annotated[str, typer.Argument(help="Task id, e.g. pii_redaction/gdpr_contract_easy-v4.")],
     seed: Annotated[int, typer.Option(help="Episode seed.")] = 0,
+    scenario: Annotated[
+        Path | None,
+        typer.Option(help="Play this scenario file instead (information_integrity: e.g. an `igym collect` draft)."),
+    ] = None,
 ) -> None:
     """Play one episode by hand: see the observation, type actions, read rewards and the grade."""
     try:
         env = make(task)
+        env.reset(seed=seed, options=None if scenario is None else {"scenario_file": str(scenario)})
     except (KeyError, ValueError) as exc:
         raise _fail(str(exc.args[0] if exc.args else exc)) from exc
-    env.reset(seed=seed)
     console.print(f"[bold]{env.spec.id}[/bold]: {escape(env.spec.description)}")
     console.print(env.action_help, markup=False, highlight=False)
     console.print(PLAY_KEYS, highlight=False)

@@ -202,6 +202,21 @@ def test_flags_in_help_take_no_value(command: str) -> None:
     assert "<int" in shown.stdout or "<text>" in shown.stdout or "<path>" in shown.stdout  # other types still show
 
 
+def test_play_a_scenario_file(tmp_path: Path) -> None:
+    """A reviewed draft (``igym collect``) plays from the command line; another env says it cannot."""
+    from integrity_gym.envs.information_integrity.data import find_gold
+
+    draft = tmp_path / "draft.json"
+    draft.write_text(find_gold("easy_001").model_copy(update={"id": "draft_1"}).model_dump_json())
+    command = [sys.executable, "-m", "integrity_gym", "play"]
+    played = subprocess.run([*command, "information_integrity/easy", "--scenario", str(draft)], input="quit\n",
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert played.returncode == 0 and find_gold("easy_001").content in " ".join(played.stdout.split())
+    refused = subprocess.run([*command, GDPR, "--scenario", str(draft)], input="quit\n", capture_output=True,
+                             text=True, timeout=120)  # fmt: skip
+    assert refused.returncode == 2 and "scenario_file" in refused.stdout
+
+
 def test_step_results_unpack_like_gym() -> None:
     env = make(GDPR)
     env.reset(seed=0)
