@@ -166,3 +166,19 @@ def test_igym_collect_takes_a_custom_domain_table(corpus: Path, tmp_path: Path) 
     assert sources["health.meridian.example"]["reliability"] == 0.3
     missing = CliRunner().invoke(app, [*args[:-1], str(tmp_path / "nope.yaml")])
     assert missing.exit_code == 2 and "domains" in missing.output
+
+
+def test_well_known_outlets_and_plain_stance_words_get_a_sensible_first_guess() -> None:
+    """Reuters and the WHO were "blog 0.4", and "baseless" or "corroborates" read as neutral."""
+    from integrity_gym.envs.information_integrity.collector import DomainReliability
+    from integrity_gym.envs.information_integrity.collector.collector import guess_stance
+
+    table = DomainReliability()
+    assert table.lookup("https://www.reuters.com/world/x") == (0.88, "news")
+    assert table.lookup("https://www.who.int/news/item/1") == (0.93, "official")
+    assert table.lookup("https://ec.europa.eu/x")[1] == "official"
+    assert table.lookup("https://reddit.com/r/x")[1] == "social"
+    assert table.lookup("https://unknown-site.example/x") == (0.4, "blog")
+    assert guess_stance("Health officials call the claim baseless: there is no link.") == "refutes"
+    assert guess_stance("A second study corroborates the finding.") == "supports"
+    assert guess_stance("The minister has not commented.") == "neutral"

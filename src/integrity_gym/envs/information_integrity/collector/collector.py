@@ -33,12 +33,15 @@ from integrity_gym.envs.information_integrity.models import (
 )
 
 _REFUTE = re.compile(
-    r"\b(no evidence|found nothing|not true|false|debunk\w*|misleading|does not hold|no basis|"
-    r"says otherwise|point the other way|say something different|not supported|denies|denied|myth)\b",
+    r"\b(no evidence|found nothing|not true|untrue|false\w*|debunk\w*|misleading|does not hold|no basis|"
+    r"says otherwise|point the other way|say something different|not supported|denies|denied|myths?|hoax|"
+    r"baseless|fake|fabricated|contradict\w*|refut\w*|incorrect|wrong|rejects?|disproven|no link|"
+    r"does not cause|do not cause|does not cure|no scientific)\b",
     re.IGNORECASE,
 )
 _SUPPORT = re.compile(
-    r"\b(confirm\w*|reports that|shows that|found that|according to|documents seen|backs|verified)\b",
+    r"\b(confirm\w*|reports that|shows that|showed that|found that|according to|documents seen|backs|"
+    r"verified|corroborat\w*|evidence that|proves?|proven|demonstrat\w*|supports?|is true|bears out)\b",
     re.IGNORECASE,
 )
 
