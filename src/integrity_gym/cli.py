@@ -86,6 +86,8 @@ def play(
         raise _fail(str(exc.args[0] if exc.args else exc)) from exc
     console.print(f"[bold]{env.spec.id}[/bold]: {escape(env.spec.description)}")
     console.print(env.action_help, markup=False, highlight=False)
+    if env.play_help:
+        console.print(env.play_help, markup=False, highlight=False)
     console.print(PLAY_KEYS, highlight=False)
     total = 0.0
     while not env.done:
@@ -104,7 +106,7 @@ def play(
             console.print(PLAY_KEYS, highlight=False)
             continue
         try:
-            result = env.step(line)
+            result = env.step(type(env).typed_action(line))
         except EpisodeFinishedError as exc:
             console.print(str(exc))
             break
@@ -116,6 +118,7 @@ def play(
     grade = env.grade()
     console.print(f"[bold]grade[/bold] {grade.score:.3f} (threshold {grade.threshold:.2f}, success={grade.success})")
     console.print(env.explain(), markup=False, highlight=False)
+    env.close()  # e.g. removes the pictures it saved for the terminal
 
 
 @app.command()

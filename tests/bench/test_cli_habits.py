@@ -202,6 +202,20 @@ def test_flags_in_help_take_no_value(command: str) -> None:
     assert "<int" in shown.stdout or "<text>" in shown.stdout or "<path>" in shown.stdout  # other types still show
 
 
+@pytest.mark.parametrize("line", ["SUPPORTED 0.95", "refuted 0.6", "abstain", "Supported"])
+def test_play_takes_a_verdict_and_a_confidence_and_removes_its_pictures(line: str) -> None:
+    """`ABSTAIN`, `SUPPORTED`, `supported 0.95` all ended the episode as malformed (reward 0)."""
+    import tempfile
+
+    before = {p.name for p in Path(tempfile.gettempdir()).glob("igym-pictures-*")}
+    played = subprocess.run([sys.executable, "-m", "integrity_gym", "play", "selective_verification/balanced"],
+                            input=line + "\n", capture_output=True, text=True, timeout=120)  # fmt: skip
+    said = " ".join(played.stdout.split())
+    assert played.returncode == 0 and "malformed" not in said and "rejected" not in said
+    assert ("abstained:" if "abstain" in line.lower() else f"answered {line.split()[0].upper()}") in said
+    assert {p.name for p in Path(tempfile.gettempdir()).glob("igym-pictures-*")} == before  # removed on close
+
+
 def test_play_a_scenario_file(tmp_path: Path) -> None:
     """A reviewed draft (``igym collect``) plays from the command line; another env says it cannot."""
     from integrity_gym.envs.information_integrity.data import find_gold

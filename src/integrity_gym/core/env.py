@@ -87,6 +87,8 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
     #: ``"info.<key>[.<key>...]"`` paths of a step's ``info`` that name it or carry ground truth.
     #: Observation fields are blanked (``""`` for text, null where allowed); info paths dropped.
     ITEM_FIELDS: ClassVar[tuple[str, ...]] = ()
+    #: A line ``igym play`` prints under the action help: the short form ``typed_action`` reads, if any.
+    play_help: ClassVar[str] = ""
     action_type: ClassVar[type[BaseModel]]
     observation_type: ClassVar[type[BaseModel]]
     state_type: ClassVar[type[BaseModel]]
@@ -203,6 +205,15 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
     def close(self) -> None:
         """Release resources. Closing twice is harmless."""
         self._closed = True
+
+    @classmethod
+    def typed_action(cls, line: str) -> Any:
+        """The action ``igym play`` sends for a line a person typed.
+
+        The line itself, unless the environment has a shorter form for hands (selective
+        verification: ``VERDICT [confidence]``).
+        """
+        return line
 
     def __enter__(self) -> Env[ActT, ObsT, StateT]:
         return self

@@ -183,6 +183,7 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
     #: indicators that say whether the answer was right.
     ITEM_FIELDS = ("item_id", "info.trace_metrics.correct", "info.trace_metrics.brier_sum")
     malformed_action_ends_episode = True
+    play_help = "By hand: type SUPPORTED 0.9, REFUTED 0.7 or ABSTAIN (a verdict and your confidence, 1.0 if left out)."
     episode_success = False  # success is judged on the task's mean grade (see grader.py)
     action_help = (
         'Answer with JSON: {"verdict": "SUPPORTED" | "REFUTED" | "ABSTAIN", "confidence": 0.0-1.0}. '
@@ -203,6 +204,7 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
         self._steps = 0
         self._pending_raw: str | None = None
         self._pending_repair = False
+        self._pictures: tempfile.TemporaryDirectory[str] | None = None  # where render() saves them
 
     @property
     def num_items(self) -> int:
@@ -237,6 +239,26 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
         self._answer = None
         self._steps = 0
         return self._observation()
+
+    def close(self) -> None:
+        """Release resources, the pictures ``render`` saved among them."""
+        if self._pictures is not None:
+            self._pictures.cleanup()
+            self._pictures = None
+        super().close()
+
+    @classmethod
+    def typed_action(cls, line: str) -> Any:
+        """``SUPPORTED 0.9``, ``refuted``, ``abstain``: a verdict and its confidence (1.0 if left out)."""
+        words = line.split()
+        verdict = words[0].upper() if words else ""
+        if verdict in VERDICTS and len(words) <= 2:
+            try:
+                confidence = float(words[1]) if len(words) == 2 else 1.0
+            except ValueError:
+                return line  # the env says what is wrong with it
+            return {"verdict": verdict, "confidence": confidence}
+        return line
 
     def parse_action(self, action: Any) -> VerificationAction:
         """Read a structured action, a mapping, or raw model text (repairing near-JSON)."""
@@ -366,7 +388,9 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
         lines = [obs.system_prompt, "", f"Claim: {obs.claim}"]
         if obs.modality == "image":
             png = png_bytes(item) if item.scene is not None else image_png(item.image_path or "")[0]
-            path = Path(tempfile.gettempdir()) / f"igym-{item.item_id}.png"
+            if self._pictures is None:
+                self._pictures = tempfile.TemporaryDirectory(prefix="igym-pictures-")
+            path = Path(self._pictures.name) / f"{item.item_id}.png"
             path.write_bytes(png)
             lines.append(f"Picture ({obs.image_width}x{obs.image_height}): {path}")
         else:
