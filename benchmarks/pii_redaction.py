@@ -55,7 +55,7 @@ def naive_match(pred: list[Redaction], gold: list[Entity]) -> int:
 
 
 def steps_per_second(mix: list[str], steps: int = 2000) -> float:
-    env = integrity_gym.make("pii_redaction/security_logs_hard-v3", max_steps=10**9)
+    env = integrity_gym.make("pii_redaction/security_logs_hard-v4", max_steps=10**9)
     env.reset(seed=0)
     length = env.observation().document_length
     redacts = iter(range(10**9))
@@ -109,7 +109,7 @@ def step_cost_vs_redactions(n_existing: int, total: int = 21_000, measured: int 
     committed span (its copy is linear, and shows only past a few thousand spans).
     """
     doc = big_document(total)
-    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v3", max_steps=10**9, reward_preset="reference")
+    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v4", max_steps=10**9, reward_preset="reference")
     assert isinstance(env, PiiRedactionEnv)
     env.reset(seed=0, options={"document": doc})
     for e in doc.entities[total - n_existing :]:

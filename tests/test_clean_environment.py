@@ -13,13 +13,13 @@ _INNER = """
 import integrity_gym
 
 def test_defaults_hold():
-    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v3")
+    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v4")
     assert env.config.window_size == {default}
 """
 
 
 def test_exported_project_variables_do_not_reach_tests(tmp_path: Path) -> None:
-    default = integrity_gym.make("pii_redaction/gdpr_contract_easy-v3").config.window_size
+    default = integrity_gym.make("pii_redaction/gdpr_contract_easy-v4").config.window_size
     (tmp_path / "test_inner.py").write_text(_INNER.format(default=default))
     (tmp_path / "conftest.py").write_text((Path(__file__).parent / "conftest.py").read_text())
     shell = {**os.environ, "PII_WINDOW_SIZE": str(default + 50), "IGYM_EVAL_SECRET": "x", "MODEL_NAME": "m"}

@@ -55,12 +55,12 @@ def test_bench_with_no_matching_task_fails_clearly(tmp_path: Path) -> None:
 
 
 def test_play_takes_typed_actions_and_shows_rewards_and_grade() -> None:
-    result = run("play", "pii_redaction/gdpr_contract_easy-v3", stdin="REDACT 0 4 NAME\nbogus\nNEXT_CHUNK\nFINISH\n")
+    result = run("play", "pii_redaction/gdpr_contract_easy-v4", stdin="REDACT 0 4 NAME\nbogus\nNEXT_CHUNK\nFINISH\n")
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "      0 | " in out  # the window is shown with absolute offsets
     assert "rejected:" in out and "reward" in out
-    threshold = integrity_gym.get_spec("pii_redaction/gdpr_contract_easy-v3").success_threshold
+    threshold = integrity_gym.get_spec("pii_redaction/gdpr_contract_easy-v4").success_threshold
     assert "grade" in out and f"threshold {threshold:.2f}," in out
 
 

@@ -53,7 +53,7 @@ def test_each_step_sends_a_strict_schema_and_records_tokens_and_latency() -> Non
 
 
 def test_a_malformed_reply_becomes_a_rejected_penalised_step() -> None:
-    env = make("pii_redaction/gdpr_contract_easy-v3")
+    env = make("pii_redaction/gdpr_contract_easy-v4")
     obs = env.reset(seed=0)
     with openai_stub([completion("I would redact the name, I think.")]) as (url, _):
         agent = LLMAgent(env, 0, settings=settings(url))
@@ -67,7 +67,7 @@ def test_a_malformed_reply_becomes_a_rejected_penalised_step() -> None:
 
 
 def test_transient_errors_are_retried_then_fail_the_episode_clearly() -> None:
-    env = make("selective_verification/text-v2")
+    env = make("selective_verification/text-v3")
     obs = env.reset(seed=0)
     good = completion('{"verdict": "SUPPORTED", "confidence": 0.8}')
     with openai_stub([error(503, "busy"), ("sleep", 1.5), good]) as (url, stub):
@@ -87,7 +87,7 @@ def test_transient_errors_are_retried_then_fail_the_episode_clearly() -> None:
 
 
 def test_retries_are_the_sdks_own_and_honour_retry_after() -> None:
-    env = make("selective_verification/text-v2")
+    env = make("selective_verification/text-v3")
     obs = env.reset(seed=0)
     good = completion('{"verdict": "SUPPORTED", "confidence": 0.8}')
     with openai_stub([error(429, "slow down", {"Retry-After": "0"}), good]) as (url, stub):
@@ -103,7 +103,7 @@ def test_retries_are_the_sdks_own_and_honour_retry_after() -> None:
 
 
 def test_an_endpoint_without_json_schema_or_images_is_asked_again_more_simply() -> None:
-    env = make("selective_verification/balanced-v2")
+    env = make("selective_verification/balanced-v3")
     obs = env.reset(seed=1)
     script = [
         error(500, "image input is not supported - hint: you may need to provide the mmproj"),
@@ -124,6 +124,6 @@ def test_an_endpoint_without_json_schema_or_images_is_asked_again_more_simply() 
 def test_make_agent_builds_the_llm_agent_from_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("API_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("MODEL_NAME", "some/model")
-    env = make("pii_redaction/gdpr_contract_easy-v3")
+    env = make("pii_redaction/gdpr_contract_easy-v4")
     agent = make_agent("llm", env, seed=0)
     assert isinstance(agent, LLMAgent) and agent.settings.model_name == "some/model"

@@ -51,7 +51,7 @@ def test_first_object_respects_quotes_and_closes_cut_replies() -> None:
 
 
 def test_pii_adapter_turns_a_quote_into_absolute_offsets() -> None:
-    env = make("pii_redaction/gdpr_contract_easy-v3")
+    env = make("pii_redaction/gdpr_contract_easy-v4")
     obs = env.reset(seed=3)
     adapter = get_adapter(env.spec)
     schema = adapter.schema(obs)
@@ -106,7 +106,7 @@ def test_integrity_adapter_maps_the_flat_reply_and_offers_only_ids_on_show() -> 
 
 
 def test_selective_adapter_sends_the_env_prompt_and_its_image() -> None:
-    env = make("selective_verification/balanced-v2")
+    env = make("selective_verification/balanced-v3")
     obs = env.reset(seed=0)
     adapter = get_adapter(env.spec)
     assert adapter.system(env.spec, obs) == obs.system_prompt
@@ -117,12 +117,12 @@ def test_selective_adapter_sends_the_env_prompt_and_its_image() -> None:
         "verdict": "ABSTAIN",
         "confidence": None,
     }
-    text_env = make("selective_verification/text-v2")
+    text_env = make("selective_verification/text-v3")
     text_obs = text_env.reset(seed=0)
     assert isinstance(adapter.user(text_obs, None), str) and adapter.text_only(text_obs) is None
 
 
 def test_generic_adapter_closes_the_action_schema() -> None:
-    env = make("pii_redaction/gdpr_contract_easy-v3")
+    env = make("pii_redaction/gdpr_contract_easy-v4")
     schema = GenericAdapter(env.spec).schema(env.reset(seed=0))
     assert schema["additionalProperties"] is False

@@ -21,9 +21,9 @@ from integrity_gym.envs.pii_redaction.models import Document, Entity
 from tests.conftest import require_service
 
 TASKS = (
-    "pii_redaction/gdpr_contract_easy-v3",
-    "pii_redaction/hipaa_medical_medium-v3",
-    "pii_redaction/security_logs_hard-v3",
+    "pii_redaction/gdpr_contract_easy-v4",
+    "pii_redaction/hipaa_medical_medium-v4",
+    "pii_redaction/security_logs_hard-v4",
 )
 HAVE_PRESIDIO = importlib.util.find_spec("presidio_analyzer") is not None
 

@@ -42,7 +42,7 @@ def test_a_run_writes_every_artifact_and_the_database_row(tmp_path: Path) -> Non
     tier_of = {"easy-v2": "easy", "medium-v2": "medium", "hard-v2": "hard"}
     ii = {tier_of[t.split("/")[1]]: e["mean_score"] for t, e in summary["tasks"].items() if "integrity" in t}
     assert summary["tier_separation"]["information_integrity"]["means"] == ii
-    pii = summary["tasks"]["pii_redaction/gdpr_contract_easy-v3"]["mean_score"]
+    pii = summary["tasks"]["pii_redaction/gdpr_contract_easy-v4"]["mean_score"]
     assert summary["tier_separation"]["pii_redaction"]["means"] == {"easy": pii}
     assert summary["tier_separation"]["pii_redaction"]["ok"] is None
     assert set(summary["tiers"]) == {"easy", "medium", "hard"}
@@ -83,7 +83,7 @@ def test_a_failing_episode_is_recorded_and_the_run_goes_on(tmp_path: Path, monke
     failed = [r for r in result.records if r.error]
     assert len(failed) == 2 and all(r.seed == 1 for r in failed)
     assert "agent broke" in failed[0].error and "Traceback" in (failed[0].traceback or "")
-    pii = result.summaries["pii_redaction/gdpr_contract_easy-v3"]
+    pii = result.summaries["pii_redaction/gdpr_contract_easy-v4"]
     assert pii.episodes == 1 and pii.failed == 1 and pii.truncated == 1 and pii.mean_steps == 3
     # Failures beyond --max-failures (0 by default) fail the run; allowing them completes it.
     assert result.status == "failed" and json.loads((tmp_path / "summary.json").read_text())["status"] == "failed"
@@ -125,7 +125,7 @@ def test_tier_separation_and_tier_table() -> None:
 
     ii = "information_integrity/{}-v2"
     good = {ii.format("easy"): s("easy", 0.9), ii.format("medium"): s("medium", 0.6), ii.format("hard"): s("hard", 0.3),
-            "pii_redaction/gdpr_contract_easy-v3": s("easy", 1)}  # fmt: skip
+            "pii_redaction/gdpr_contract_easy-v4": s("easy", 1)}  # fmt: skip
     sep = tier_separation(good)
     assert sep["information_integrity"]["ok"] is True and sep["pii_redaction"]["ok"] is None
     assert sep["information_integrity"]["metric"] == "mean_score"
@@ -155,6 +155,6 @@ def test_a_task_without_per_episode_success_reports_no_success_rate(tmp_path: Pa
     bench = BenchConfig.build(tasks="selective_verification/text*,information_integrity/easy*", agent="heuristic",
                               episodes=2)  # fmt: skip
     result = run_bench(bench=bench, out_dir=tmp_path)
-    assert result.summaries["selective_verification/text-v2"].success_rate is None
+    assert result.summaries["selective_verification/text-v3"].success_rate is None
     assert result.summaries["information_integrity/easy-v3"].success_rate is not None
     assert result.tiers["medium"]["success_rate"] is None and result.tiers["easy"]["success_rate"] is not None

@@ -51,16 +51,16 @@ def test_bad_names_are_refused(name: str) -> None:
 def test_builtins_are_registered_and_selectable() -> None:
     ids = [s.id for s in integrity_gym.list_tasks("pii_redaction/*")]
     assert ids == [
-        "pii_redaction/gdpr_contract_easy-v3",
-        "pii_redaction/hipaa_medical_medium-v3",
-        "pii_redaction/security_logs_hard-v3",
+        "pii_redaction/gdpr_contract_easy-v4",
+        "pii_redaction/hipaa_medical_medium-v4",
+        "pii_redaction/security_logs_hard-v4",
     ]
     assert integrity_gym.list_tasks("*easy*,*hard*")
 
 
 def test_make_rejects_unknown_config_with_a_clear_message() -> None:
     with pytest.raises(ValueError, match="no_such_key"):
-        integrity_gym.make("pii_redaction/gdpr_contract_easy-v3", no_such_key=1)
+        integrity_gym.make("pii_redaction/gdpr_contract_easy-v4", no_such_key=1)
 
 
 def test_plugins_register_through_entry_points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

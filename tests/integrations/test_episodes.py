@@ -16,8 +16,8 @@ from integrity_gym.integrations.verifiers.episodes import EnvEpisode
 from tests.integrations.replay import integrity_script, pii_script, replay
 
 CASES = {
-    "pii_redaction/gdpr_contract_easy-v3": (pii_script, {"source": "generated", "partition": "eval"}),
-    "pii_redaction/security_logs_hard-v3": (pii_script, {"source": "gold"}),
+    "pii_redaction/gdpr_contract_easy-v4": (pii_script, {"source": "generated", "partition": "eval"}),
+    "pii_redaction/security_logs_hard-v4": (pii_script, {"source": "gold"}),
     "information_integrity/medium-v3": (integrity_script, {"source": "generated", "partition": "eval"}),
     "information_integrity/easy-v3": (integrity_script, {"source": "gold", "difficulty": "hard"}),
 }
@@ -63,11 +63,11 @@ def test_feedback_names_the_unreadable_reply_then_clears() -> None:
 
 
 def test_selective_verification_sends_the_picture_or_says_it_cannot() -> None:
-    with_picture = EnvEpisode("selective_verification/balanced-v2", seed=3)
+    with_picture = EnvEpisode("selective_verification/balanced-v3", seed=3)
     content = with_picture.user_message()
     assert isinstance(content, list)
     assert content[1]["image_url"]["url"] == with_picture.observation.image
-    without = EnvEpisode("selective_verification/balanced-v2", seed=3, images=False)
+    without = EnvEpisode("selective_verification/balanced-v3", seed=3, images=False)
     text = without.user_message()
     assert isinstance(text, str) and _NO_IMAGE in text and without.observation.claim in text
     result = without.step('{"verdict": "ABSTAIN"}')

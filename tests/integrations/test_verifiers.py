@@ -124,7 +124,7 @@ def test_selective_verification_reward_is_the_environment_reward(tmp_path: Path)
     rewards = [check_selective(trace, config, images=True) for trace in traces]
     pictures = [part for r in requests for part in r["messages"][-1]["content"] if part["type"] == "image_url"]
     assert len(pictures) == 6 and all(p["image_url"]["url"].startswith("data:image/png;base64,") for p in pictures)
-    assert all(trace["task"]["data"]["task_id"] == "selective_verification/adversarial-v2" for trace in traces)
+    assert all(trace["task"]["data"]["task_id"] == "selective_verification/adversarial-v3" for trace in traces)
     assert all("0.8500" in trace["task"]["data"]["system_prompt"] for trace in traces)  # told what it is paid
     assert {reply for reply, _, _ in rewards} == set(SELECTIVE_REPLIES)
     assert any(reward == 0.85 and m["abstained"] == 1 for _, reward, m in rewards)
@@ -155,7 +155,7 @@ def test_a_dominated_abstain_reward_is_refused_before_any_rollout() -> None:
     with pytest.raises(ValueError, match="dominated under the brier rule"):
         resolve_env_config({"taskset": {"id": "selective-verification-v1", "task": {"abstain_reward": 0.75}}})
     config = resolve_env_config({"taskset": {"id": "selective-verification-v1", "split": "popular"}})
-    assert config.taskset.task_id == "selective_verification/popular-v2"
+    assert config.taskset.task_id == "selective_verification/popular-v3"
 
 
 # --------------------------------------------------------------------------- multi-turn
@@ -163,7 +163,7 @@ def test_a_dominated_abstain_reward_is_refused_before_any_rollout() -> None:
 MULTI_TURN = {
     # A quote that is not in the window cannot be located: unreadable, like the prose reply.
     "pii-redaction-v1": (
-        "pii_redaction/gdpr_contract_easy-v3",
+        "pii_redaction/gdpr_contract_easy-v4",
         pii_script,
         {"source": "generated", "partition": "eval"},
         2,
@@ -251,7 +251,7 @@ def test_multi_turn_task_names_resolve_and_unknown_ones_are_refused() -> None:
     from verifiers.v1 import resolve_env_config
 
     config = resolve_env_config({"taskset": {"id": "pii-redaction-v1", "task_name": "security_logs_hard"}})
-    assert config.taskset.task_id == "pii_redaction/security_logs_hard-v3"
+    assert config.taskset.task_id == "pii_redaction/security_logs_hard-v4"
     config = resolve_env_config({"taskset": {"id": "information-integrity-v1"}})
     assert config.taskset.task_id == "information_integrity/easy-v3"
     with pytest.raises(ValueError, match="'nope' is not a task of information_integrity; its tasks: information"):

@@ -49,14 +49,14 @@ def test_noop_returns_less_than_the_heuristic_on_every_pii_tier(task_id: str) ->
 
 def test_the_audit_can_fail_the_reference_preset_mis_ranks_pii() -> None:
     # The seed's formulas: an agent that never reads on pays nothing for what it never saw.
-    [audit] = run_audit("pii_redaction/security_logs_hard-v3", episodes=EPISODES, presets=("reference",),
+    [audit] = run_audit("pii_redaction/security_logs_hard-v4", episodes=EPISODES, presets=("reference",),
                         only=("noop", "heuristic", "oracle"))  # fmt: skip
     assert audit.preset == "reference" and not passes(audit)
     assert any(i.better == "heuristic" and i.worse == "noop" for i in audit.inversions)
 
 
 def test_an_environment_without_the_preset_is_left_out() -> None:
-    assert run_audit("selective_verification/text-v2", episodes=2, presets=("reference",), only=("noop",)) == []
+    assert run_audit("selective_verification/text-v3", episodes=2, presets=("reference",), only=("noop",)) == []
 
 
 def _result(name: str, ret: float, grade: float) -> PolicyResult:
@@ -92,7 +92,7 @@ def test_the_panel_has_every_kind_once_and_only_agents_that_play_the_task(task_i
 
 
 def test_markdown_names_every_policy_and_the_verdict() -> None:
-    audits = run_audit("information_integrity/easy-v2", episodes=2, only=("oracle", "noop", "oracle_no_reasoning"))
+    audits = run_audit("information_integrity/easy-v3", episodes=2, only=("oracle", "noop", "oracle_no_reasoning"))
     text = audit_markdown(audits, episodes=2, seed=0)
-    assert "## Return vs grade" in text and "| `information_integrity/easy-v2` | default |" in text
-    assert "| `information_integrity/easy-v2` | reference |" in text and "oracle_no_reasoning" in text
+    assert "## Return vs grade" in text and "| `information_integrity/easy-v3` | default |" in text
+    assert "| `information_integrity/easy-v3` | reference |" in text and "oracle_no_reasoning" in text

@@ -78,7 +78,7 @@ def test_the_table_reads_at_80_columns_and_says_when_episodes_are_raised() -> No
     )
     assert result.exit_code == 0, result.stdout
     assert max(len(line) for line in result.stdout.splitlines()) <= 80 and "…" not in result.stdout
-    assert "speaker_names_and_every_number" in result.stdout and "hipaa_medical_medium-v3" in result.stdout
+    assert "speaker_names_and_every_number" in result.stdout and "hipaa_medical_medium-v4" in result.stdout
     assert "selective_verification: every attack is judged on at least 100 episodes" in " ".join(result.stdout.split())
 
 

@@ -34,7 +34,7 @@ def test_every_environment_states_its_margin(env: str) -> None:
 
 
 def test_secret_only_attacks_are_played_only_with_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
-    task = "information_integrity/easy-v2"
+    task = "information_integrity/easy-v3"
     public = {r.attack for r in run_redteam(task, episodes=1)}
     monkeypatch.setenv(EVAL_SECRET_ENV, SECRET)
     secret = {r.attack for r in run_redteam(task, episodes=1)}

@@ -12,7 +12,7 @@ from integrity_gym.bench.report import load_redteam, load_run, write_markdown
 from integrity_gym.bench.runner import BenchConfig, run_bench
 from integrity_gym.cli import app
 
-TASK = "information_integrity/easy-v2"
+TASK = "information_integrity/easy-v3"
 
 
 def test_markdown_and_figure_carry_floor_and_best_attack(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ from tests.server.servers import ServerProcess
 
 DIRECT = "integrity_gym.server.ws:DirectWebSocketProtocol"
 PLAIN = "websockets-sansio"
-PII = "pii_redaction/gdpr_contract_easy-v3"
+PII = "pii_redaction/gdpr_contract_easy-v4"
 
 
 @contextmanager

@@ -19,7 +19,7 @@ def test_prefill_is_read_from_the_environment_unstripped_and_recorded() -> None:
 
 
 def test_the_prefix_is_sent_as_the_last_assistant_message_and_put_back_in_front_of_the_reply() -> None:
-    env = make("selective_verification/text-v2")
+    env = make("selective_verification/text-v3")
     obs = env.reset(seed=0)
     with openai_stub([completion('ABSTAIN", "confidence": 0.5}')]) as (url, stub):
         agent = LLMAgent(env, 0, settings=LLMSettings.from_env({"API_BASE_URL": url, "LLM_PREFILL": PREFIX}))
@@ -36,7 +36,7 @@ def test_the_prefix_is_sent_as_the_last_assistant_message_and_put_back_in_front_
 
 
 def test_a_reply_that_repeats_the_prefix_is_not_doubled_and_no_prefill_sends_no_assistant_turn() -> None:
-    env = make("selective_verification/text-v2")
+    env = make("selective_verification/text-v3")
     obs = env.reset(seed=0)
     whole = PREFIX + 'REFUTED", "confidence": 0.9}'
     with openai_stub([completion(whole), completion(whole)]) as (url, stub):

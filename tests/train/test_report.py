@@ -24,7 +24,7 @@ from integrity_gym.train.grpo import StepLog, TrainConfig
 from integrity_gym.train.layout import EVAL_DIRS, LOG_NAME, SUMMARY_NAME
 from integrity_gym.train.report import stage_cells
 
-TASK = "selective_verification/text-v2"
+TASK = "selective_verification/text-v3"
 
 
 def _stage(run: Path, agent: str) -> dict[str, object]:

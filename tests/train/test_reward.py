@@ -10,7 +10,7 @@ import pytest
 from integrity_gym import make
 from integrity_gym.train.grpo import DEFAULT_PREFILL, EnvReward, TrainConfig
 
-TASK = "selective_verification/text-v2"
+TASK = "selective_verification/text-v3"
 
 
 def test_each_completion_is_scored_by_the_env_on_its_train_item_and_the_step_is_logged(tmp_path: Path) -> None:
@@ -54,7 +54,7 @@ def test_bad_options_are_refused_and_the_prefill_defaults_to_the_tasks_reply_sta
         TrainConfig.build(task="information_integrity/easy-v3", max_turns=0)
     assert TrainConfig().prefill == TrainConfig(task=TASK).prefill == DEFAULT_PREFILL
     assert TrainConfig(task="information_integrity/easy-v3").prefill == '{"type": "'
-    assert TrainConfig(task="pii_redaction/gdpr_contract_easy-v3").prefill == '{"action_type": "'
+    assert TrainConfig(task="pii_redaction/gdpr_contract_easy-v4").prefill == '{"action_type": "'
     # An explicit prefill wins, and None means no prefill at all.
     assert TrainConfig(task="information_integrity/easy-v3", prefill=None).prefill is None
     assert TrainConfig(task=TASK, prefill="{").prefill == "{"

@@ -16,7 +16,7 @@ from integrity_gym.train.grpo import DEFAULT_PREFILL, TrainConfig, train
 
 from .conftest import require_training
 
-TASK = "selective_verification/text-v2"
+TASK = "selective_verification/text-v3"
 
 
 @pytest.fixture(scope="module")

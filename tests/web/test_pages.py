@@ -64,7 +64,7 @@ def test_web_serves_the_playground_under_its_policy(client: TestClient) -> None:
 
 
 def test_explain_only_once_the_episode_has_ended(client: TestClient) -> None:
-    task = "pii_redaction/gdpr_contract_easy-v3"
+    task = "pii_redaction/gdpr_contract_easy-v4"
     sid = client.post("/pii_redaction/reset", json={"task": task, "seed": 3}).json()["session_id"]
     early = client.get(f"/web/api/explain/pii_redaction/{sid}")
     assert early.status_code == 409 and early.json()["code"] == "EPISODE_NOT_DONE"

@@ -2,7 +2,7 @@
 
 One episode is a block::
 
-    [START] task=pii_redaction/gdpr_contract_easy-v3 env=pii_redaction model=heuristic episode=0 seed=0
+    [START] task=pii_redaction/gdpr_contract_easy-v4 env=pii_redaction model=heuristic episode=0 seed=0
     [STEP] step=1 action=REDACT(59,69,EMAIL) reward=0.860 done=false error=null
     [END] success=true steps=4 score=0.736 return=2.940 rewards=0.860,0.850,0.730,0.500
 

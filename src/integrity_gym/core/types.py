@@ -22,7 +22,7 @@ class Observation(WireModel):
     """Base class of every environment's observation; it never carries ground truth."""
 
     task_id: str = Field(
-        description="Versioned id of the task being played, e.g. 'pii_redaction/gdpr_contract_easy-v3'."
+        description="Versioned id of the task being played, e.g. 'pii_redaction/gdpr_contract_easy-v4'."
     )
     done: bool = Field(description="True once the episode has ended; further steps are refused.")
 

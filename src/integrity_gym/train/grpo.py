@@ -51,7 +51,7 @@ class TrainConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    task: str = Field("selective_verification/text-v2", description="A task id, single- or multi-step.")
+    task: str = Field("selective_verification/text-v3", description="A task id, single- or multi-step.")
     model: str = Field(BUNDLED, description="'smollm2' (bundled GGUF), a local folder or a hub id.")
     steps: int = Field(20, ge=1, description="Optimizer steps.")
     prompts_per_step: int = Field(2, ge=1, description="Train items per step.")

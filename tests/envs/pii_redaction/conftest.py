@@ -31,6 +31,6 @@ def synthetic_document(seed: int, n_entities: int = 12, length: int = 1500) -> D
 
 @pytest.fixture
 def env() -> PiiRedactionEnv:
-    made = integrity_gym.make("pii_redaction/gdpr_contract_easy-v3", window_size=500)
+    made = integrity_gym.make("pii_redaction/gdpr_contract_easy-v4", window_size=500)
     assert isinstance(made, PiiRedactionEnv)
     return made

@@ -14,8 +14,8 @@ from integrity_gym.core.seeding import EVAL_SECRET_ENV
 from integrity_gym.envs.pii_redaction.generator import generate_document
 
 SECRET = "a-long-enough-eval-secret-for-pii-tests"
-EASY = "pii_redaction/gdpr_contract_easy-v3"
-HARD = "pii_redaction/security_logs_hard-v3"
+EASY = "pii_redaction/gdpr_contract_easy-v4"
+HARD = "pii_redaction/security_logs_hard-v4"
 
 
 def play_replay(task_id: str, seed: int) -> float:

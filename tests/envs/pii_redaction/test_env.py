@@ -85,26 +85,26 @@ def test_budget_ends_the_episode(env: PiiRedactionEnv) -> None:
 
 
 def test_using_an_env_before_reset_is_a_clear_error() -> None:
-    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v3")
+    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v4")
     with pytest.raises(NotResetError, match="reset"):
         env.step("FINISH")
 
 
 def test_window_size_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PII_WINDOW_SIZE", "200")
-    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v3")
+    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v4")
     obs = env.reset(seed=0, options={"document": synthetic_document(3)})
     assert obs.window_size == 200 and len(obs.visible_text) == 200
     # An explicit per-episode value wins over the variable.
     assert (
-        integrity_gym.make("pii_redaction/gdpr_contract_easy-v3", window_size=300)
+        integrity_gym.make("pii_redaction/gdpr_contract_easy-v4", window_size=300)
         .reset(seed=0, options={"document": synthetic_document(3)})
         .window_size
         == 300
     )
     monkeypatch.setenv("PII_WINDOW_SIZE", "wide")
     with pytest.raises(ValueError, match="PII_WINDOW_SIZE"):
-        integrity_gym.make("pii_redaction/gdpr_contract_easy-v3")
+        integrity_gym.make("pii_redaction/gdpr_contract_easy-v4")
 
 
 @pytest.mark.parametrize(
@@ -117,7 +117,7 @@ def test_window_size_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch)
 )
 def test_bad_config_names_the_field(config: dict[str, object], fragment: str) -> None:
     with pytest.raises(ValueError, match=fragment):
-        integrity_gym.make("pii_redaction/gdpr_contract_easy-v3", **config)
+        integrity_gym.make("pii_redaction/gdpr_contract_easy-v4", **config)
 
 
 def test_unknown_reset_option_is_refused(env: PiiRedactionEnv) -> None:
@@ -138,14 +138,14 @@ def test_a_state_restores_into_a_new_instance(env: PiiRedactionEnv) -> None:
     env.reset(seed=0, options={"document": synthetic_document(5)})
     for action in ("REDACT 0 9 EMAIL", "NEXT_CHUNK", "SKIP"):
         env.step(action)
-    twin = integrity_gym.make("pii_redaction/gdpr_contract_easy-v3", window_size=500)
+    twin = integrity_gym.make("pii_redaction/gdpr_contract_easy-v4", window_size=500)
     twin.load_state(json.loads(env.state().model_dump_json()))
     assert twin.observation() == env.observation()
     assert twin.step("SKIP").model_dump() == env.step("SKIP").model_dump()
 
 
 def test_scenario_by_gold_index_and_by_generated_id() -> None:
-    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v3")
+    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v4")
     env.reset(scenario_id=0)
     gold_id = env.state().document.id
     env.reset(scenario_id=gold_id)
@@ -162,7 +162,7 @@ def test_partitions_pick_documents_of_their_side() -> None:
     from integrity_gym.core.seeding import partition_of
 
     for partition in ("train", "eval"):
-        env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v3", partition=partition)
+        env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v4", partition=partition)
         for seed in range(5):
             env.reset(seed=seed)
             assert partition_of(env.state().document.id) == partition

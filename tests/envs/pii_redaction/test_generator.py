@@ -55,10 +55,12 @@ def test_thousand_documents_are_valid_and_fit_the_budget(kind: Kind) -> None:
 def test_entity_counts_and_lengths_stay_in_range(kind: Kind) -> None:
     docs = [generate_document(kind, 3, i) for i in range(200)]
     counts = [len(d.entities) for d in docs]
-    low, high = {"contract": (8, 20), "clinical": (15, 30), "security": (14, 50)}[kind]
+    low, high = {"contract": (8, 22), "clinical": (15, 30), "security": (14, 50)}[kind]
     assert low <= min(counts) and max(counts) <= high, (min(counts), max(counts))
     lengths = [len(d.text) for d in docs]
-    assert max(lengths) < DEFAULT_MIN_CHARS[kind] * 1.75
+    # Eval agreements run longer (their sentences compose connectors, and they carry clauses without
+    # personal data that reuse them): at most 1,987 characters over seed 3's first 400 documents.
+    assert max(lengths) < DEFAULT_MIN_CHARS[kind] * (2.0 if kind == "contract" else 1.75)
     assert len({d.text for d in docs}) == len(docs)
 
 
@@ -190,7 +192,8 @@ def test_distractors_are_present_but_not_entities() -> None:
     for m in [*ips, *macs]:
         assert not any(s <= m.start() < e for s, e in spans)
     clinical = generate_document("clinical", 0, 3)
-    assert re.search(r"MRN|Record no\.|our ref\.", clinical.text)
+    # Record numbers under the train phrasings (MRN, Record no., our ref.) or the eval ones.
+    assert re.search(r"MRN|Record no\.|our ref\.|(?i:hosp(?:ital)? (?:no|number|ref))|\| file \d", clinical.text)
     assert re.search(r"\b\d+ (mg|mcg|units)\b", clinical.text)
 
 

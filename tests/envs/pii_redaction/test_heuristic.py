@@ -20,9 +20,9 @@ from integrity_gym.envs.pii_redaction.generator import generate_document
 from integrity_gym.envs.pii_redaction.models import Document, Entity, Kind, Label, RedactionAction
 
 TASKS = {
-    "contract": "pii_redaction/gdpr_contract_easy-v3",
-    "clinical": "pii_redaction/hipaa_medical_medium-v3",
-    "security": "pii_redaction/security_logs_hard-v3",
+    "contract": "pii_redaction/gdpr_contract_easy-v4",
+    "clinical": "pii_redaction/hipaa_medical_medium-v4",
+    "security": "pii_redaction/security_logs_hard-v4",
 }
 
 
@@ -134,11 +134,14 @@ def _by_partition(kind: Kind, seed: int, count: int) -> dict[str, list[Document]
 
 @pytest.mark.parametrize(
     ("kind", "precision_range", "train_recall"),
-    # Measured on seed 5, 40 documents of each partition (whole documents, no window):
-    # contract P 0.98 R 0.98 in both partitions; clinical train P 0.92 R 0.93, eval P 0.96 R 0.69;
-    # security train P 0.98 R 0.95, eval P 0.94 R 0.70. Before role mailboxes, organisation lines,
-    # id cues and eponyms were left alone, precision was 0.79 (clinical) and 0.71 (security); the
-    # held-out families of the eval partition cost recall.
+    # Measured on seed 5, 40 documents of each partition (whole documents, no window), generator v3:
+    # contract train P 0.99 R 0.99, eval P 0.95 R 0.72; clinical train P 0.93 R 0.93, eval P 0.91
+    # R 0.59; security train P 0.98 R 0.95, eval P 0.69 R 0.14 (recall counts mentions: the eval
+    # agents' names, a third of the mentions, are never introduced by a cue the detector knows). Before
+    # role mailboxes, organisation lines, id cues and eponyms were left alone, precision was 0.79
+    # (clinical) and 0.71 (security); the held-out line templates and renderings of the eval
+    # partition cost recall in every tier (before the held-out line templates, v2: contract eval
+    # R 0.98, clinical 0.69, security 0.70).
     [("contract", (0.9, 1.0), 0.9), ("clinical", (0.88, 0.97), 0.85), ("security", (0.9, 1.0), 0.88)],
 )
 def test_detector_on_whole_generated_documents(
@@ -149,10 +152,7 @@ def test_detector_on_whole_generated_documents(
     low, high = precision_range
     assert low <= precision <= high and recall >= train_recall, (precision, recall)
     eval_recall = _precision_recall(docs["eval"])[1]
-    if kind == "contract":
-        assert eval_recall >= 0.9, eval_recall  # the easy tier has no held-out forms
-    else:
-        assert eval_recall <= recall - 0.15, (eval_recall, recall)
+    assert eval_recall <= recall - 0.15, (eval_recall, recall)
 
 
 def test_agent_reads_observations_only() -> None:
@@ -181,9 +181,11 @@ def _play(task_id: str, **reset: object) -> tuple[float, list[str], list[str | N
 @pytest.mark.parametrize(
     ("kind", "floor", "ceiling"),
     # Eval partition (the default), grade over labelled distinct values with label accuracy over
-    # the gold (v2), reading ahead. Measured means over seeds 0-5: 0.989, 0.751, 0.469 (seeds 0-19:
-    # 0.988, 0.750, 0.502). The ceilings keep the medium and hard tiers apart.
-    [("contract", 0.9, 1.0), ("clinical", 0.7, 0.8), ("security", 0.4, 0.55)],
+    # the gold, reading ahead, generator v4 (eval lines composed per document, made-up names).
+    # Measured means over seeds 0-5: 0.880, 0.646, 0.492 (seeds 0-19: 0.874, 0.677, 0.453; v3:
+    # 0.905, 0.716, 0.501; before the held-out line templates 0.988, 0.750, 0.502). The ceilings
+    # keep the medium and hard tiers apart.
+    [("contract", 0.8, 1.0), ("clinical", 0.55, 0.75), ("security", 0.4, 0.55)],
 )
 def test_heuristic_episodes_beat_a_floor(kind: str, floor: float, ceiling: float) -> None:
     scores = []
@@ -197,8 +199,8 @@ def test_heuristic_episodes_beat_a_floor(kind: str, floor: float, ceiling: float
 
 def test_training_documents_are_easier_for_the_heuristic_than_eval_documents() -> None:
     # The held-out families appear only in the eval partition, so a baseline built on training
-    # documents loses recall there. Measured over seeds 0-7: clinical train 0.952 vs eval 0.865,
-    # security train 0.968 vs eval 0.661.
+    # documents loses recall there. Measured over seeds 0-7: clinical train 0.957 vs eval 0.672,
+    # security train 0.959 vs eval 0.471 (generator v4).
     for kind, gap in (("clinical", 0.025), ("security", 0.15)):
         train = statistics.mean(_play(TASKS[kind], seed=s, options={"partition": "train"})[0] for s in range(8))
         held_out = statistics.mean(_play(TASKS[kind], seed=s)[0] for s in range(8))
@@ -230,6 +232,9 @@ def test_episode_is_deterministic() -> None:
 
 @pytest.mark.parametrize("window", [150, 1000])
 def test_other_window_sizes_stay_valid(window: int) -> None:
+    # Another window changes how the heuristic walks the document, not what it finds: no invalid
+    # action and the default window's grade within 0.05 (clinical seed 1: 0.556 at 150, 500 and 1,000).
+    default = _play(TASKS["clinical"], seed=1)[0]
     env = integrity_gym.make(TASKS["clinical"], window_size=window)
     agent = HeuristicAgent(env.spec)
     obs = env.reset(seed=1)
@@ -237,7 +242,7 @@ def test_other_window_sizes_stay_valid(window: int) -> None:
         result = env.step(agent.act(obs))
         assert result.info.get("error") is None
         obs = result.observation
-    assert env.grade().score > 0.8
+    assert env.grade().score > max(0.5, default - 0.05), (env.grade().score, default)
 
 
 def test_finishes_when_done_or_out_of_steps() -> None:

@@ -32,7 +32,7 @@ def build(pieces: list[str | tuple[Label, str]], doc_id: str = "constructed") ->
 
 
 def play(document: Document, actions: list[str], preset: str = "default", window: int = 1000) -> PiiRedactionEnv:
-    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v3", window_size=window, reward_preset=preset)
+    env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v4", window_size=window, reward_preset=preset)
     assert isinstance(env, PiiRedactionEnv)
     env.reset(seed=0, options={"document": document})
     for action in actions:
@@ -210,7 +210,7 @@ def test_reference_preset_charges_misses_for_entities_the_window_only_touches() 
         ("default", {"exploration_reward": 0.01 * shown}),
         ("reference", {"miss_penalty": -0.3}),
     ):
-        env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v3", window_size=window, reward_preset=preset)
+        env = integrity_gym.make("pii_redaction/gdpr_contract_easy-v4", window_size=window, reward_preset=preset)
         env.reset(seed=0, options={"document": doc})
         breakdown = env.step("NEXT_CHUNK").info["reward_breakdown"]
         assert {k: v for k, v in breakdown.items() if v and k != "shaping"} == pytest.approx(expected), preset
@@ -235,11 +235,11 @@ def test_the_oracle_reaches_one_at_every_window_size(task_id: str, window: int) 
 
 @pytest.mark.parametrize("window", [200, 1000])
 def test_the_budget_adds_the_moves_across_the_document(window: int) -> None:
-    env = integrity_gym.make("pii_redaction/security_logs_hard-v3", window_size=window)
+    env = integrity_gym.make("pii_redaction/security_logs_hard-v4", window_size=window)
     obs = env.reset(seed=0)
     moves = -(-(obs.document_length - window) // (window // 2))
     assert obs.steps_left == 80 + moves
-    longer = integrity_gym.make("pii_redaction/security_logs_hard-v3", window_size=window, min_chars=12_000)
+    longer = integrity_gym.make("pii_redaction/security_logs_hard-v4", window_size=window, min_chars=12_000)
     obs = longer.reset(seed=0)
     assert obs.steps_left == 160 + -(-(obs.document_length - window) // (window // 2))
 

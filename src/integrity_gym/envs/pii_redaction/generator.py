@@ -13,9 +13,16 @@ referral letters (medium), support chats interleaved with service logs, with obf
 IP and MAC addresses, versions, non-birth dates, amounts, diagnosis codes, dosages; in the
 medium and hard tiers also organisations' phone numbers and shared mailboxes, eponyms that
 equal a patient's surname, birth-date cues before other dates, and ids in the shape of phone
-numbers or SSNs) that are not entities. A document whose id falls in the eval partition may
-also use the held-out families of ``templates/heldout.py``, which training documents never
-use, so a system tuned on training documents meets them first at evaluation.
+numbers or SSNs) that are not entities. A document whose id falls in the eval partition takes
+the eval set of every line template that holds personal data (``templates/common.Frames``: the
+sentence frames, section phrasings, speaker tags and log layouts around the values, written apart
+from the training set), and may also use the held-out value renderings of
+``templates/heldout.py``; training documents never use either, so a system tuned on training
+documents meets them first at evaluation. Since version 4 an eval document also composes each of
+those lines anew from shared pools (``templates/common.vary``), names its own made-up records
+system beside the values, and draws its people's names from made-up syllables instead of Faker's
+lists (``fictional_first``, ``fictional_surname``): values and frames rarely recur from one eval
+document to the next, so an agent cannot learn the eval set from the eval set either.
 
 Gold offsets are recorded while the text is assembled, and the ``Document`` model re-checks
 every entity against the text.
@@ -35,7 +42,7 @@ from integrity_gym.envs.pii_redaction.templates import clinical, contract, secur
 from integrity_gym.envs.pii_redaction.templates.common import faker_for
 
 #: Bump whenever a change alters any generated document (and bump the task versions too).
-GENERATOR_VERSION: int = 2
+GENERATOR_VERSION: int = 4
 
 #: Default minimum lengths per kind (characters).
 DEFAULT_MIN_CHARS: dict[str, int] = {"contract": 1000, "clinical": 3000, "security": 6000}
@@ -72,7 +79,7 @@ def generate_document(kind: Kind, seed: int, index: int, *, min_chars: int | Non
     rng = make_rng(*parts)
     fake = faker_for(derive_seed("faker", *parts))
     doc_id = document_id(kind, seed, index)
-    # Eval documents may use the held-out families of templates/heldout.py; training ones never do.
+    # Eval documents take the eval line templates and may use the held-out renderings; training ones never do.
     text, entities = _BUILDERS[kind](rng, fake, length, partition_of(doc_id) == "eval")
     return Document(id=doc_id, kind=kind, text=text, entities=entities)
 

@@ -13,7 +13,7 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         env="pii_redaction",
         name="gdpr_contract_easy",
-        version=3,
+        version=4,
         tier="easy",
         description="Business contracts with plainly written emails, phones, addresses, names and SSNs.",
         success_threshold=threshold_between(_FLOOR, _CEILING),
@@ -26,7 +26,7 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         env="pii_redaction",
         name="hipaa_medical_medium",
-        version=3,
+        version=4,
         tier="medium",
         description="Clinical notes: names, dates of birth, phones and addresses that need sentence context.",
         success_threshold=threshold_between(_FLOOR, _CEILING),
@@ -39,7 +39,7 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         env="pii_redaction",
         name="security_logs_hard",
-        version=3,
+        version=4,
         tier="hard",
         description="Support transcripts and security logs with obfuscated PII and many look-alike distractors.",
         success_threshold=threshold_between(_FLOOR, _CEILING),

@@ -39,7 +39,7 @@ else:
 class EpisodeData(vf.TaskData):
     """One episode: the integrity-gym task, its reset seed and options, and the turn cap."""
 
-    task_id: str = Field(description="integrity-gym task id, e.g. pii_redaction/gdpr_contract_easy-v3.")
+    task_id: str = Field(description="integrity-gym task id, e.g. pii_redaction/gdpr_contract_easy-v4.")
     seed: int = Field(ge=0, description="Seed the environment is reset with.")
     options: dict[str, Any] = Field(description="Reset options of the environment.")
     max_turns: int | None = Field(description="Most replies played; unset: the task's own step budget.")

@@ -2,7 +2,9 @@
 
 Names recur in prose (often surname only), birth dates follow cues such as ``DOB:`` or
 ``born on`` and look exactly like the admission and lab dates around them, and record numbers
-(MRN, encounter, accession) are deliberately present but are not entities.
+(MRN, encounter, accession) are deliberately present but are not entities. Every header, section
+and sign-off that holds personal data comes in two disjoint sets of phrasings
+(:class:`~.common.Frames`): training documents use the first, eval documents the second.
 """
 
 from __future__ import annotations
@@ -17,17 +19,23 @@ from integrity_gym.envs.pii_redaction.templates import heldout as ho
 from integrity_gym.envs.pii_redaction.templates.common import (
     Builder,
     E,
+    Frames,
     Person,
     Slot,
     between,
     brand,
+    fictional_nickname,
+    fictional_place_surname,
+    fictional_surname,
     fmt_date,
     make_person,
     org_domain,
     org_phone,
     pick,
+    preamble,
     relation,
     role_mailbox,
+    system_name,
 )
 
 _CONDITIONS = (
@@ -71,71 +79,172 @@ _EPONYMS = (
     ("Cushing", "Cushing syndrome", "E24.9"), ("Hodgkin", "Hodgkin lymphoma", "C81.90"),
     ("Baker", "Baker cyst of the right knee", "M71.21"),
 )  # fmt: skip
+# Eval notes name eponymous conditions after a made-up surname, the patient's own (the trap stays,
+# the surname is new): 'Drosimth syndrome', coded under an "other specified" ICD-10 code.
+_EVAL_EPONYM_KINDS = ("disease", "syndrome", "disorder", "palsy", "myopathy", "neuropathy", "dystrophy")
+_EVAL_EPONYM_CODES = ("E88.89", "G31.89", "M35.8", "D89.89", "G72.89", "Q87.89", "E75.29", "G60.8")
+
+
+def _eval_eponym(rng: Random) -> tuple[str, str, str]:
+    name = fictional_surname(rng)
+    return name, f"{name} {pick(rng, _EVAL_EPONYM_KINDS)}", pick(rng, _EVAL_EPONYM_CODES)
+
+
 # Clinician surnames that are also place words; the same word then names a practice.
 _WORD_SURNAMES = ("Park", "Hill", "Banks", "Church", "Marsh", "Wood", "Lane", "Brook", "Ford", "Hall", "Field", "Mills")
 _PRACTICE_KINDS = ("Family Practice", "Medical Group", "Clinic", "Internal Medicine")
 
-_HEADERS = (
-    "{facility}\n{doctype}\n\nPatient: {p_name_h}\nDOB: {p_dob}\nMRN: {mrn}\nAdmitted: {adm}    "
-    "Discharged: {dis}\nAttending: Dr. {d1_name_h}\nEncounter: {enc}\n\n",
-    "{doctype} - {facility}\nName: {p_name_rev}   Date of birth: {p_dob}   Sex: {sex}\nRecord no. {mrn} | "
-    "Visit {enc} | Date of service {adm}\nProvider: {d1_name_h}, MD\n\n",
-    "{facility} | {doctype}\nPATIENT NAME: {p_name_h}\nD.O.B.: {p_dob}    MRN {mrn}\nADMISSION DATE: {adm}\n"
-    "ATTENDING PHYSICIAN: {d1_name_h}, MD\nPCP: Dr. {d2_name}\n\n",
-    "{facility}\n{doctype}\n\nClient: {p_name_h}     Birth date {p_dob}     Chart {mrn}\n"
-    "Clinician: {d1_name_h}, NP     Seen: {adm}\n\n",
-    "{doctype}\n{facility}, unit {bed}\n\n{p_name_rev_mid} | {sex} | DOB {p_dob} | MRN {mrn}\n"
-    "Seen {adm} by {d1_name_h} with {d3_name} (resident)\n\n",
-    # An EHR banner: surname first, birth date with no label, age and sex after it.
-    "{facility} | {doctype}\n{p_banner}    {p_dob}    {age} y {sex}    MRN {mrn}    Adm {adm}\n"
-    "Attending: {d1_name_h}, MD    Encounter {enc}\n\n",
+_HEADERS = Frames(
+    train=(
+        "{facility}\n{doctype}\n\nPatient: {p_name_h}\nDOB: {p_dob}\nMRN: {mrn}\nAdmitted: {adm}    "
+        "Discharged: {dis}\nAttending: Dr. {d1_name_h}\nEncounter: {enc}\n\n",
+        "{doctype} - {facility}\nName: {p_name_rev}   Date of birth: {p_dob}   Sex: {sex}\nRecord no. {mrn} | "
+        "Visit {enc} | Date of service {adm}\nProvider: {d1_name_h}, MD\n\n",
+        "{facility} | {doctype}\nPATIENT NAME: {p_name_h}\nD.O.B.: {p_dob}    MRN {mrn}\nADMISSION DATE: {adm}\n"
+        "ATTENDING PHYSICIAN: {d1_name_h}, MD\nPCP: Dr. {d2_name}\n\n",
+        "{facility}\n{doctype}\n\nClient: {p_name_h}     Birth date {p_dob}     Chart {mrn}\n"
+        "Clinician: {d1_name_h}, NP     Seen: {adm}\n\n",
+        "{doctype}\n{facility}, unit {bed}\n\n{p_name_rev_mid} | {sex} | DOB {p_dob} | MRN {mrn}\n"
+        "Seen {adm} by {d1_name_h} with {d3_name} (resident)\n\n",
+        # An EHR banner: surname first, birth date with no label, age and sex after it.
+        "{facility} | {doctype}\n{p_banner}    {p_dob}    {age} y {sex}    MRN {mrn}    Adm {adm}\n"
+        "Attending: {d1_name_h}, MD    Encounter {enc}\n\n",
+    ),
+    eval=(
+        "{facility}\n{doctype}\n«@opt»«@opt»\n«Hospital no.|Hosp. "
+        "no.|Record|Chart|File»«@lead»{mrn}\n«Admission|Admitted|In»«@lead»{adm}\n«Discharge|"
+        "Discharged|Out»«@lead»{dis}\n«Specialty|Service|Team»«@lead»{specialty}\n«Episode|Encounter|Visit»«@lead»"
+        "{enc}\n«Responsible consultant|Consultant|Lead clinician|Clinician in charge» «@as_» {d1_name_h}«@after»\n"
+        "«The patient|Patient|Pt» «@as_» {p_name_h}, {p_dob}«@after»\n\n",
+        "{doctype} | {facility}\n«@opt»«@opt»«Gender|Sex»«@lead»{sex}\n«Hospital number|Hosp. no.|Record "
+        "no.»«@lead»{mrn}\n«Episode|"
+        "Encounter|Visit»«@lead»{enc}\n«Attended|Seen|Admitted»«@lead»{adm}\n«Birth date of|DOB of|Born:» «@as_»"
+        " {p_name_rev}, {p_dob}«@after»\n«Seen by|Clinician|Reviewing doctor|Doctor» «@as_» {d1_name_h}«@after»\n\n",
+        "{facility} / {doctype}\n«@opt»«@opt»«HOSP NO|Hospital no.|MRN»«@lead»{mrn}\n«DATE ADMITTED|"
+        "ADMITTED|ADMISSION»«@lead»{adm}\n«Ward|Unit|Bay»«@lead»{bed}\n«Consultant in charge|Consultant|Attending»"
+        " «@as_» {d1_name_h}«@after»\n«Family doctor|GP|Primary care» «@as_» {d2_name}«@after»\n«Patient|Pt» «@as_» "
+        "{p_name_h}, {p_dob}«@after»\n\n",
+        "{facility}\n{doctype}\n«@opt»«@opt»\n«Service user|Client|Patient» «@as_» {p_name_h}, {p_dob}«@after»\n«File|"
+        "Record|Chart»«@lead»{mrn}\n«Seen|Reviewed|Assessed»«@lead»{adm}\n«Nurse practitioner|NP|Practitioner»"
+        " «@as_» {d1_name_h}«@after»\n«Service|Team»«@lead»{specialty}\n\n",
+        "{doctype}\n{facility}, «bay|bed|room» {bed}\n\n«Pt|Patient|Name» «@as_» {p_name_rev_mid}, {sex}, "
+        "{p_dob}«@after»\n«Hosp no|Record|File»«@lead»{mrn}\n«Reviewed|Seen»«@lead»{adm}\n«Reviewer|Reviewed by|"
+        "Clinician» «@as_» {d1_name_h}«@after»\n«Resident|Junior|Trainee» «@as_» "
+        "{d3_name}«@after»\n«Service|Team»«@lead»{specialty}\n\n",
+        # An EHR banner in another layout: surname first, the birth date right after the name.
+        "{facility} - {doctype}\n«@opt»«@opt»«Banner|Pt|Patient» «@as_» {p_banner} {p_dob} | {age}{sex} | «hospital no|"
+        "record|MRN» {mrn} | «admitted|adm» {adm}\n«Consultant|Attending|Clinician» «@as_» "
+        "{d1_name_h}«@after»\n«Episode|"
+        "Encounter»«@lead»{enc}\n«Ward|Bay|Unit»«@lead»{bed}\n\n",
+    ),
 )
-_LETTER_HEADERS = (
-    "{facility}\nDepartment of {dept}\n{letter_date}\n\nDr. {d2_name}\n{facility2}\n\n"
-    "RE: {p_name_h}, DOB {p_dob} (our ref. {mrn})\n\nDear Dr. {d2_last},\n\n"
-    "Thank you for seeing {p_title} {p_last}, whom I am referring for further assessment of {cond}. "
-    "I have summarised the relevant history below.\n\n",
-    "{facility}\nDepartment of {dept}\n{letter_date}\n\nDr. {d2_name}\n{facility2}\n\n"
-    "Re: {p_name_h} ({p_dob}) - our ref. {mrn}\n\nDear Dr. {d2_last},\n\n"
-    "I would be grateful if you could see this {age}-year-old {sex_word} with {cond}. A summary "
-    "of the history follows.\n\n",
+_LETTER_HEADERS = Frames(
+    train=(
+        "{facility}\nDepartment of {dept}\n{letter_date}\n\nDr. {d2_name}\n{facility2}\n\n"
+        "RE: {p_name_h}, DOB {p_dob} (our ref. {mrn})\n\nDear Dr. {d2_last},\n\n"
+        "Thank you for seeing {p_title} {p_last}, whom I am referring for further assessment of {cond}. "
+        "I have summarised the relevant history below.\n\n",
+        "{facility}\nDepartment of {dept}\n{letter_date}\n\nDr. {d2_name}\n{facility2}\n\n"
+        "Re: {p_name_h} ({p_dob}) - our ref. {mrn}\n\nDear Dr. {d2_last},\n\n"
+        "I would be grateful if you could see this {age}-year-old {sex_word} with {cond}. A summary "
+        "of the history follows.\n\n",
+    ),
+    eval=(
+        "{facility}\n{dept} department\n{letter_date}\n\n«To|For|Attn.» «@as_» {d2_name}, {facility2}\n\n"
+        "«Patient|Re|Regarding» «@as_» {p_name_h}, {p_dob}«@after» «Hospital ref.|Our ref.|Ref.» {mrn}.\n\n"
+        "«Dear Doctor|Dear colleague|Dear Dr»,\n\n«I am writing to ask you to assess|Please could you assess|I would "
+        "value your review of|Kindly review» «the patient|this patient|our patient» «@as_» {p_name}«@after» "
+        "«The patient has|Known problem:|Background:» {cond}. «The relevant background is set out below|A short "
+        "history follows|Details follow».\n\n",
+        "{facility}\n{dept} department\n{letter_date}\n\n«To|For|Attn.» «@as_» {d2_name}, {facility2}\n\n"
+        "«Patient|Re|Regarding» «@as_» {p_name_h}, {p_dob}«@after» «Hospital ref.|Our ref.|Ref.» {mrn}.\n\n"
+        "«Dear Doctor|Dear colleague|Dear Dr»,\n\n«Please could you review|I would be grateful if you could see|Could "
+        "you kindly assess» this {age}-year-old {sex_word}, «@as_» {p_first}«@after» «Known|Background of|"
+        "History of» {cond}. «A short history is given below|History below|Summary follows».\n\n",
+    ),
 )
-_HPI = (
-    "HISTORY OF PRESENT ILLNESS:\n{p_title} {p_last} is a {age}-year-old {sex_word} with {cond} "
-    "({icd}) who came in on {adm} with {symptom} for {days} days. {p_pron_cap} reports {detail}. "
-    "{p_first} was last seen in clinic on {prior}, when {p_pron} was stable.\n\n",
-    "HPI: {age}-year-old {sex_word} (born on {p_dob2}) presenting with {symptom}. Background of "
-    "{cond}, ICD-10 {icd}. According to {p_title} {p_last}, the symptoms began after {trigger}. "
-    "{p_pron_cap} denies chest pain or recent travel.\n\n",
-    "Reason for visit: {symptom}.\nThe patient, {p_name}, is known to our service for {cond} "
-    "({icd}). {p_pron_cap} was seen by Dr. {d2_last} on {prior} and started on {drug1}.\n\n",
-    "Presenting problem: {p_first} describes {symptom} for about {days} days on a background of {cond} "
-    "({icd}). {p_pron_cap} came with {k_first}, who confirms the history.\n\n",
-    "Subjective: {p_last} reports {symptom} since {prior}. Medication adherence is good except for "
-    "{drug2}. {k_first} manages the pill organiser.\n\n",
+_HPI = Frames(
+    train=(
+        "HISTORY OF PRESENT ILLNESS:\n{p_title} {p_last} is a {age}-year-old {sex_word} with {cond} "
+        "({icd}) who came in on {adm} with {symptom} for {days} days. {p_pron_cap} reports {detail}. "
+        "{p_first} was last seen in clinic on {prior}, when {p_pron} was stable.\n\n",
+        "HPI: {age}-year-old {sex_word} (born on {p_dob2}) presenting with {symptom}. Background of "
+        "{cond}, ICD-10 {icd}. According to {p_title} {p_last}, the symptoms began after {trigger}. "
+        "{p_pron_cap} denies chest pain or recent travel.\n\n",
+        "Reason for visit: {symptom}.\nThe patient, {p_name}, is known to our service for {cond} "
+        "({icd}). {p_pron_cap} was seen by Dr. {d2_last} on {prior} and started on {drug1}.\n\n",
+        "Presenting problem: {p_first} describes {symptom} for about {days} days on a background of {cond} "
+        "({icd}). {p_pron_cap} came with {k_first}, who confirms the history.\n\n",
+        "Subjective: {p_last} reports {symptom} since {prior}. Medication adherence is good except for "
+        "{drug2}. {k_first} manages the pill organiser.\n\n",
+    ),
+    eval=(
+        "PRESENTING COMPLAINT AND HISTORY:\n«The patient|This patient|Our patient», «@as_» {p_name}, aged {age}, "
+        "a {sex_word} with known {cond} ({icd}), attended on {adm} after {days} days of {symptom}. {p_pron_cap} also "
+        "notes {detail}. «At the last clinic review|At last review|When last seen» on {prior} «the patient|they|"
+        "{p_pron}» «@as_» {p_first} «was well|was stable|was fine».\n\n",
+        "HPI - {sex_word}, {age} years old, «born|birth date|date of birth» «@as_» {p_dob2}«@after» "
+        "«Presents|Comes in|Attends» with {symptom}. Known {cond} (ICD-10 code {icd}). The onset, «as told "
+        "by|according "
+        "to|in the words of» «the patient|the pt|{p_poss} own account», «@as_» {p_last}, followed {trigger}. "
+        "No chest pain; no travel abroad.\n\n",
+        "Why seen: {symptom}.\n«The patient|This patient|Our patient» «@as_» {p_name}«@after» «Under our "
+        "care|Known to us|Followed here» for {cond} ({icd}); {p_pron} saw «a colleague|the GP|our team», «@as_»"
+        " {d2_last}, on {prior}, who started {drug1}.\n\n",
+        "Main problem: roughly {days} days of {symptom}, on a background of {cond} ({icd}), in the words of the "
+        "patient «@as_» {p_first}«@after» «The relative who came along|A relative present|The carer "
+        "attending» «@as_» {k_first}«@after» «Agrees with the account|Confirms the history|Corroborates».\n\n",
+        "Patient account: {symptom} since {prior}, «says|reports|states» «the patient|the pt|{p_pron}» «@as_»"
+        " {p_last}«@after» Takes the medicines reliably apart from {drug2}; «the carer|a relative|the "
+        "family member» «@as_» {k_first} «fills|prepares|sets up» the weekly dosette box.\n\n",
+    ),
 )
-_SOCIAL = (
-    "SOCIAL HISTORY: Lives with {p_poss} {k_rel}, {k_name}, at {p_addr}. Works as {job} at {employer}. {habits}\n\n",
-    "Social: {p_pron_cap} lives alone at {p_addr} and is independent in daily activities. {habits} "
-    "{p_poss_cap} {k_rel} {k_name} visits daily and helps with medications.\n\n",
-    "Social and functional history: retired, formerly {job}; {k_rel} {k_first} is the main carer. Home address "
-    "on file: {p_addr}. {habits}\n\n",
+_SOCIAL = Frames(
+    train=(
+        "SOCIAL HISTORY: Lives with {p_poss} {k_rel}, {k_name}, at {p_addr}. Works as {job} at {employer}. "
+        "{habits}\n\n",
+        "Social: {p_pron_cap} lives alone at {p_addr} and is independent in daily activities. {habits} "
+        "{p_poss_cap} {k_rel} {k_name} visits daily and helps with medications.\n\n",
+        "Social and functional history: retired, formerly {job}; {k_rel} {k_first} is the main carer. Home address "
+        "on file: {p_addr}. {habits}\n\n",
+    ),
+    eval=(
+        "SOCIAL CIRCUMSTANCES: shares a home with {p_poss} {k_rel} «@as_» {k_name}«@after» «Home|Address|"
+        "Residence» «@as_» {p_name}, {p_addr}«@after» Employed as {job} by {employer}. {habits}\n\n",
+        "Home situation: {p_pron} lives on {p_poss} own, fully independent; «@as_» {p_name}, {p_addr}«@after» "
+        "{habits} {p_poss_cap} {k_rel} «@as_» {k_name} «calls in|visits|drops by» every day to help with "
+        "tablets.\n\n",
+        "Functional and social background: no longer working (was {job}); main carer «@as_» {k_first} "
+        "({p_poss} {k_rel}). «Registered home address|Address on record|Home address» «@as_» {p_name}, "
+        "{p_addr}«@after» {habits}\n\n",
+    ),
 )
-_CONTACTS = (
-    "CONTACT DETAILS: patient mobile {p_phone}; portal e-mail {p_email}. Emergency contact: "
-    "{k_name} ({k_rel}), {k_phone}.\n\n",
-    "Contacts - Patient: {p_phone} / {p_email}. Next of kin: {k_name}, {k_rel}, tel. {k_phone}. "
-    "Pharmacy fax is on the encounter record ({enc}).\n\n",
-    "Preferred contact: {k_name} on {k_phone} (patient is hard of hearing). {p_title} {p_last} can "
-    "also be reached at {p_email} for appointment reminders.\n\n",
+_CONTACTS = Frames(
+    train=(
+        "CONTACT DETAILS: patient mobile {p_phone}; portal e-mail {p_email}. Emergency contact: "
+        "{k_name} ({k_rel}), {k_phone}.\n\n",
+        "Contacts - Patient: {p_phone} / {p_email}. Next of kin: {k_name}, {k_rel}, tel. {k_phone}. "
+        "Pharmacy fax is on the encounter record ({enc}).\n\n",
+        "Preferred contact: {k_name} on {k_phone} (patient is hard of hearing). {p_title} {p_last} can "
+        "also be reached at {p_email} for appointment reminders.\n\n",
+    ),
+    eval=(
+        "HOW TO CONTACT: «the patient|patient|pt» «@as_» {p_name}, {p_phone}«@after» «E-mail|Portal mail|Mail» "
+        "«@to» {p_name} <{p_email}>«@after» "
+        "«In an emergency|Emergency|Next of kin» ({k_rel}) «@as_» {k_name}, {k_phone}«@after»\n\n",
+        "«Telephone/e-mail|Contact details|Contacts» - «the patient|patient» «@as_» {p_name}, {p_phone}«@after» "
+        "«E-mail|Portal mail|Mail» «@to» {p_name} <{p_email}>«@after» «Closest relative|Next of kin|Relative» "
+        "({k_rel}) «@as_» {k_name}, "
+        "{k_phone}«@after» The pharmacy fax number sits on episode {enc}.\n\n",
+        "«Best contact|Preferred contact|Contact first» (the patient hears poorly) «@as_» {k_name}, {k_phone}"
+        "«@after» «Appointment reminders|Reminders|Portal messages» «@to» {p_name} <{p_email}>«@after»\n\n",
+    ),
 )
 _FILLERS = (
     "PAST MEDICAL HISTORY:\n- {cond} ({icd}), diagnosed {hist_date}\n- {cond2} ({icd2})\n- Appendectomy on "
     "{hist_date2}\n\n",
     "PROCEDURES: Foley catheter placed {lab_date}; removed after 48 hours. Glasgow Coma Scale 15 throughout. "
     "Prior Whipple-type surgery was ruled out on review of the {hist_year} records.\n\n",
-    "TELEPHONE NOTE ({lab_date2}): spoke with {k_first} about the discharge plan; questions answered. "
-    "{p_first} agrees with the plan.\n\n",
     "MEDICATIONS ON ADMISSION:\n- {drug1}\n- {drug2}\n- {drug3}\n\n",
     "ALLERGIES: {allergy}.\n\n",
     "VITAL SIGNS: BP {bp} mmHg, HR {hr} bpm, temperature {temp} C, SpO2 {spo2}% on room air, weight "
@@ -145,11 +254,6 @@ _FILLERS = (
     "IMAGING: Chest X-ray on {lab_date} (study {acc}) showed {imaging}.\n\n",
     "PHYSICAL EXAMINATION: Alert and oriented. Heart regular, no murmur. Lungs with {lungs}. Abdomen "
     "soft and non-tender. Mild pitting edema at both ankles.\n\n",
-    "HOSPITAL COURSE: On day {day} the patient was treated with {drug2} and IV fluids. Repeat labs "
-    "on {lab_date2} showed creatinine {creat} mg/dL. Physical therapy cleared {p_title} {p_last} "
-    "for discharge with a walker.\n\n",
-    "Day {day} ({lab_date2}): afebrile overnight, oxygen weaned to {o2} L. Seen with Dr. {d3_last} "
-    "from {specialty}; no change to the plan. Telemetry unit ext. {ext}.\n\n",
     "ASSESSMENT AND PLAN:\n1. {cond} - continue {drug1}; review in {weeks} weeks.\n2. {cond2} - "
     "start {drug3}; recheck labs before the next visit.\n3. Diet and activity counselling given.\n\n",
     "NURSING NOTE ({lab_date2} {time}): patient resting, pain 3/10, tolerated diet. Family updated by "
@@ -157,6 +261,47 @@ _FILLERS = (
     "Care coordination: discussed with case manager; insurance group {group}, authorization "
     "{auth}. Home health referral to {agency} placed.\n\n",
 )
+# Fillers that name the patient, a relative or a clinician; the course entries repeat in long notes.
+_PII_FILLERS = Frames(
+    train=(
+        "TELEPHONE NOTE ({lab_date2}): spoke with {k_first} about the discharge plan; questions answered. "
+        "{p_first} agrees with the plan.\n\n",
+        "HOSPITAL COURSE: On day {day} the patient was treated with {drug2} and IV fluids. Repeat labs "
+        "on {lab_date2} showed creatinine {creat} mg/dL. Physical therapy cleared {p_title} {p_last} "
+        "for discharge with a walker.\n\n",
+        "Day {day} ({lab_date2}): afebrile overnight, oxygen weaned to {o2} L. Seen with Dr. {d3_last} "
+        "from {specialty}; no change to the plan. Telemetry unit ext. {ext}.\n\n",
+    ),
+    eval=(
+        "PHONE CALL ({lab_date2}): discharge plans talked through with «the relative|family|the carer» «@as_»"
+        " {k_first}«@after» «The patient|Pt|Patient» «@as_» {p_first} «is happy with|agrees with|"
+        "accepts» the plan.\n\n",
+        "COURSE IN HOSPITAL: by day {day} «the patient|the pt|our patient» «@as_» {p_last} had received {drug2} "
+        "and intravenous fluids. Creatinine on {lab_date2} was {creat} mg/dL. Cleared by physiotherapy to go home "
+        "with a walking frame.\n\n",
+        "Ward day {day} ({lab_date2}): no fever overnight; oxygen down to {o2} L. Reviewed jointly with {specialty} "
+        "(«@as_» {d3_last}); plan unchanged. Telemetry extension {ext}.\n\n",
+    ),
+)
+#: Eval-only lines without personal data that use the eval sentences' connectors before other values
+#: (conditions, drugs, teams, places, employers): the words before a value say nothing of its kind.
+_DECOYS = (
+    "Problem list: «the main problem|the first problem|the lead diagnosis» «@as_» {cond}«@after» «The "
+    "second|The other|A further» «@as_» {cond2}«@after»\n\n",
+    "Medicines reconciliation: «the first drug|one medicine|the regular drug» «@as_» {drug1}«@after» «The "
+    "next|Another|The second» «@as_» {drug3}«@after»\n\n",
+    "Team: «the referring service|the parent team|the service» «@as_» {specialty}«@after» «The receiving "
+    "unit|The destination|Follow-up» «@to» {facility2}«@after»\n\n",
+    "Occupation: «the job|work|the occupation» «@as_» {job}«@after» «The employer|Employer|Work place» "
+    "«@as_» {employer}«@after»\n\n",
+    "Services: «home care|community support|the home health agency» «@as_» {agency}«@after» «The "
+    "pharmacy|Dispensing|Prescriptions» «@to» {pharmacy}«@after»\n\n",
+    "Imaging: «the chest film|the X-ray|the study» «@as_» {imaging}«@after» «The lungs|Auscultation|"
+    "Chest» «@as_» {lungs}«@after»\n\n",
+)
+
+#: Fillers that may repeat once the others are used up (a long stay's daily entries).
+_REPEATABLE = ("HOSPITAL COURSE", "Day {day}", "COURSE IN HOSPITAL", "Ward day {day}")
 # Cues that do not introduce a birth date, and organisations' numbers and mailboxes (not PII).
 _DOB_CUE_TRAPS = (
     "SAFETY CHECK: two-identifier check (name and date of birth) completed before the transfusion on "
@@ -172,27 +317,52 @@ _ORG_CONTACTS = (
     "Referral faxed to {facility2} at {org2}; their scheduling desk ({org3}) will contact the patient.\n\n",
 )
 _KIN_SHORTHAND = (
-    "TELEPHONE NOTE ({lab_date2}): pt's {k_rel} ({k_first}) called asking about discharge; advised to call "
-    "back after the ward round.\n\n",
-    "Visitors: {k_rel} ({k_first}) at the bedside most afternoons; {k_first} wants to be present for "
-    "the family meeting.\n\n",
+    "TELEPHONE NOTE ({lab_date2}): pt's {k_rel} «@as_» {k_first} called asking about discharge«@after» "
+    "Advised to call back after the ward round.\n\n",
+    "Visitors: {k_rel} «@as_» {k_first} at the bedside most afternoons«@after» «Wants|Asks|Hopes» to be "
+    "present for the family meeting.\n\n",
 )
 _NICK_LINES = (
-    "Communication: {p_pron} prefers to be called {nick}. {nick} understood the plan and repeated it back.\n\n",
-    "{nick}, as {p_pron} likes to be called, was in good spirits on the ward round and asked about going home.\n\n",
+    "Communication: {p_pron} prefers a familiar name, «@as_» {nick}«@after» «Understood|Repeated back|"
+    "Followed» the plan.\n\n",
+    "«Prefers to be called|Likes to be called|Goes by» «@as_» {nick}; in good spirits on the ward round "
+    "and asked about going home.\n\n",
 )
-_FOLLOWUP = (
-    "FOLLOW-UP: {p_first} should see Dr. {d2_init} at {facility2} within {weeks} weeks. Clinic "
-    "scheduling line ext. {ext}. Bring the medication list and glucose log.\n\n",
-    "Disposition: discharged home on {dis} in stable condition. Follow-up with {specialty} on "
-    "{prior2}. Return precautions reviewed with {p_title} {p_last} and {k_first}.\n\n",
+_FOLLOWUP = Frames(
+    train=(
+        "FOLLOW-UP: {p_first} should see Dr. {d2_init} at {facility2} within {weeks} weeks. Clinic "
+        "scheduling line ext. {ext}. Bring the medication list and glucose log.\n\n",
+        "Disposition: discharged home on {dis} in stable condition. Follow-up with {specialty} on "
+        "{prior2}. Return precautions reviewed with {p_title} {p_last} and {k_first}.\n\n",
+    ),
+    eval=(
+        "NEXT STEPS: «review|follow-up|clinic review» in {weeks} weeks' time at {facility2}; «the patient|pt» «@as_»"
+        " {p_first}«@after» «The reviewing doctor|Reviewer|Clinician» «@as_» {d2_init}«@after» "
+        "Booking line extension {ext}. Please bring an up-to-date medicines list and the blood sugar diary.\n\n",
+        "Outcome: went home on {dis}, stable. {specialty} appointment booked for {prior2}. Safety-netting advice given "
+        "«@to» {p_last}«@after» «Also to|And to|Likewise to» «the relative|family|the carer» «@as_» "
+        "{k_first}«@after»\n\n",
+    ),
 )
-_SIGN = (
-    "Electronically signed by {d1_name_h}, MD on {dis} at {time}.\n",
-    "Dictated by: Dr. {d1_name_h}\nTranscribed: {dis} {time} (job {job_id})\n",
-    "With kind regards,\n\n{d1_name_h}, MD\nConsultant, {specialty}\n{facility}\ncc: {p_name_h}\n",
-    "Note by {d3_name}, PA-C, reviewed and co-signed by {d1_name_h} on {dis}.\n",
-    "{d1_name_h}\n{specialty} service, {facility}\n{dis} {time}\n",
+
+_SIGN = Frames(
+    train=(
+        "Electronically signed by {d1_name_h}, MD on {dis} at {time}.\n",
+        "Dictated by: Dr. {d1_name_h}\nTranscribed: {dis} {time} (job {job_id})\n",
+        "With kind regards,\n\n{d1_name_h}, MD\nConsultant, {specialty}\n{facility}\ncc: {p_name_h}\n",
+        "Note by {d3_name}, PA-C, reviewed and co-signed by {d1_name_h} on {dis}.\n",
+        "{d1_name_h}\n{specialty} service, {facility}\n{dis} {time}\n",
+    ),
+    eval=(
+        "«e-Signed|Signed electronically|Authenticated» {dis} {time} «@as_» {d1_name_h}, MD«@after»\n",
+        "«Dictated|Dictation|Voice note» {dis} {time}, job no. {job_id}, «@as_» {d1_name_h}«@after»\n",
+        "«With best wishes|Kind regards|Yours sincerely|Best regards», «@as_» {d1_name_h}, MD\n{specialty} "
+        "consultant, {facility}\n«Copy|cc|Copied» «@to» {p_name_h}«@after»\n",
+        "«Entry written|Note written|Documented» by «a physician assistant|the PA|the assistant», «@as_» "
+        "{d3_name}«@after» «Checked and countersigned|Countersigned|Co-signed» on {dis} «@as_» {d1_name_h}"
+        "«@after»\n",
+        "{specialty} team, {facility}, {dis} {time}, «@as_» {d1_name_h}«@after»\n",
+    ),
 )
 
 _SYMPTOMS = (
@@ -218,18 +388,20 @@ _HABITS = (
 def build(rng: Random, fake: Faker, min_chars: int, held_out: bool = False) -> tuple[str, tuple[Entity, ...]]:
     """Build one clinical document of at least ``min_chars`` characters.
 
-    ``held_out`` (documents of the eval partition) allows the forms of :mod:`.heldout`: birth and
-    other dates in European, dashed or pharmacy-label formats, a preferred name used without a
-    cue, addresses with spelled or unusual street numbers and types, and a relative's number
+    ``held_out`` (documents of the eval partition) takes the eval phrasings of every header,
+    section and sign-off that holds personal data, and allows the forms of :mod:`.heldout`: birth
+    and other dates in European, dashed or pharmacy-label formats, a preferred name used without
+    a cue, addresses with spelled or unusual street numbers and types, and a relative's number
     abroad.
     """
-    eponym = pick(rng, _EPONYMS) if rng.random() < 0.3 else None
-    patient = make_person(rng, fake, last=eponym[0] if eponym else None)
-    kin = make_person(rng, fake)
-    doctors = [make_person(rng, fake) for _ in range(3)]
+    eponym = (_eval_eponym(rng) if held_out else pick(rng, _EPONYMS)) if rng.random() < 0.3 else None
+    patient = make_person(rng, fake, last=eponym[0] if eponym else None, fictional=held_out)
+    kin = make_person(rng, fake, fictional=held_out)
+    doctors = [make_person(rng, fake, fictional=held_out) for _ in range(3)]
     word_doctor = rng.random() < 0.4
     if word_doctor:
-        doctors[1] = make_person(rng, fake, last=pick(rng, _WORD_SURNAMES))
+        word = fictional_place_surname(rng) if held_out else pick(rng, _WORD_SURNAMES)
+        doctors[1] = make_person(rng, fake, last=word, fictional=held_out)
     (cond, icd), (cond2, icd2) = rng.sample([c for c in _CONDITIONS if not eponym or c[0] != eponym[1]], 2)
     if eponym:
         cond, icd = eponym[1], eponym[2]
@@ -241,7 +413,7 @@ def build(rng: Random, fake: Faker, min_chars: int, held_out: bool = False) -> t
     # Held-out families, each in about half of the eval documents.
     odd_dates = held_out and rng.random() < 0.8
     caps = held_out and rng.random() < 0.75  # headers and signature blocks in capitals
-    nick = ho.nickname(patient.first) if held_out and rng.random() < 0.7 else None
+    nick = fictional_nickname(patient.first, rng) if held_out and rng.random() < 0.7 else None
     odd_address = held_out and rng.random() < 0.6
     abroad = held_out and rng.random() < 0.5
 
@@ -263,6 +435,8 @@ def build(rng: Random, fake: Faker, min_chars: int, held_out: bool = False) -> t
     if word_doctor:
         facility2 = f"{doctors[1].last} {pick(rng, ('Avenue', 'Street', 'Road'))} {pick(rng, _PRACTICE_KINDS)}"
     ctx: dict[str, Slot] = {
+        # Eval documents name their records system, a made-up word, wherever a value is "recorded in" it.
+        "system": system_name(rng) if held_out else "",
         "facility": pick(rng, _FACILITY).format(
             brand=brand(rng), saint=pick(rng, _SAINTS), street_word=pick(rng, _STREET_WORDS)
         ),
@@ -359,14 +533,20 @@ def build(rng: Random, fake: Faker, min_chars: int, held_out: bool = False) -> t
         "noreply_box": role_mailbox(rng, domain, ("noreply", "no-reply", "donotreply")),
         "nick": E("NAME", nick) if nick else "",
     }
-    b = Builder()
+    b = Builder(rng if held_out else None)
+    if held_out:
+        preamble(b, rng)
     letter = rng.random() < 0.25
     if letter:
-        b.fill(pick(rng, _LETTER_HEADERS), ctx)
+        b.fill(pick(rng, _LETTER_HEADERS.of(held_out)), ctx)
     else:
-        b.fill(pick(rng, _HEADERS), ctx)
-    b.fill(pick(rng, _HPI), ctx)
-    middle = [pick(rng, _SOCIAL), pick(rng, _CONTACTS), *rng.sample(_ORG_CONTACTS, 2 if rng.random() < 0.3 else 1)]
+        b.fill(pick(rng, _HEADERS.of(held_out)), ctx)
+    b.fill(pick(rng, _HPI.of(held_out)), ctx)
+    middle = [
+        pick(rng, _SOCIAL.of(held_out)),
+        pick(rng, _CONTACTS.of(held_out)),
+        *rng.sample(_ORG_CONTACTS, 2 if rng.random() < 0.3 else 1),
+    ]
     if rng.random() < 0.6:
         middle.append(pick(rng, _DOB_CUE_TRAPS))
     if she and age < 56 and rng.random() < 0.5:
@@ -375,11 +555,15 @@ def build(rng: Random, fake: Faker, min_chars: int, held_out: bool = False) -> t
         middle.append(pick(rng, _NICK_LINES))
     if held_out and rng.random() < 0.8:
         middle.append(pick(rng, _KIN_SHORTHAND))
+    if held_out:
+        middle += rng.sample(_DECOYS, rng.randrange(2, 5))
     rng.shuffle(middle)
-    fillers = list(_FILLERS)
+    all_fillers = (*_FILLERS, *_PII_FILLERS.of(held_out))
+    fillers = list(all_fillers)
     rng.shuffle(fillers)
-    closing = pick(rng, _FOLLOWUP)
-    sign = _SIGN[2] if letter else pick(rng, _SIGN[:2] + _SIGN[3:])
+    closing = pick(rng, _FOLLOWUP.of(held_out))
+    signs = _SIGN.of(held_out)  # the third of each set closes a letter
+    sign = signs[2] if letter else pick(rng, signs[:2] + signs[3:])
     reserve = len(closing) + len(sign) + 80
     day = 1
     while middle or (len(b) < min_chars - reserve):
@@ -387,7 +571,7 @@ def build(rng: Random, fake: Faker, min_chars: int, held_out: bool = False) -> t
             b.fill(middle.pop(0), {**ctx, "lab_date2": during()})
             continue
         if not fillers:
-            fillers = [f for f in _FILLERS if f.startswith(("HOSPITAL COURSE", "Day {day}"))]
+            fillers = [f for f in all_fillers if f.startswith(_REPEATABLE)]
         day += 1
         b.fill(fillers.pop(), {**ctx, "day": str(min(day, stay + 1)), "lab_date2": during()})
     b.fill(closing, ctx)

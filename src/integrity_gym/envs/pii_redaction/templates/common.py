@@ -17,7 +17,7 @@ from datetime import date, timedelta
 from functools import lru_cache
 from itertools import accumulate
 from random import Random
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 from faker import Faker
 
@@ -44,6 +44,31 @@ class E(NamedTuple):
 
 Slot = str | E
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Frames(Generic[T]):
+    """The line templates of one family: those training documents use, and a disjoint set for eval.
+
+    Every template that puts personal data on a line (the sentence or section phrasing around the
+    values) has a train form and, written separately, an eval form that no training document
+    shows; the labels, the value generators and the grading are the same for both. A document
+    takes ``of(held_out)``, ``held_out`` being whether its id falls in the eval partition, so a
+    system that memorised where the values sit in training lines meets new lines at evaluation.
+    """
+
+    train: tuple[T, ...]
+    eval: tuple[T, ...]
+
+    def __post_init__(self) -> None:
+        if "«" in repr(self.train):
+            raise ValueError("training templates are fixed text: only eval templates vary («a|b» groups)")
+
+    def of(self, held_out: bool) -> tuple[T, ...]:
+        """The templates of the document's partition."""
+        return self.eval if held_out else self.train
+
+
 _SLOT = re.compile(r"\{(\w+)\}")
 
 
@@ -53,13 +78,136 @@ def _pieces(template: str) -> tuple[str, ...]:
     return tuple(_SLOT.split(template))
 
 
-class Builder:
-    """Appends text and entities, keeping entity offsets exact."""
+_GROUP = re.compile(r"«([^«»]*)»")
 
-    def __init__(self) -> None:
+#: Shared alternatives of the eval templates, used as ``«@name»``: how a form writes a field's cue
+#: and what separates it from the value. Every entry may itself hold groups.
+LEXICON: dict[str, tuple[str, ...]] = {}
+
+
+def _cases(*phrases: str) -> tuple[str, ...]:
+    """Each phrase as written, in capitals and in lower case (forms write their cues all three ways)."""
+    return tuple(dict.fromkeys(f for p in phrases for f in (p, p.upper(), p.lower())))
+
+
+LEXICON.update(
+    name=_cases("Name", "Full name", "Printed name", "Name in full", "Signatory", "Party", "Individual",
+                "Legal name", "Person", "Holder", "Given and family name", "Known as"),
+    addr=_cases("Residence", "Home address", "Residential address", "Address of record", "Domicile",
+                "Street address", "Postal address", "Mailing address", "Address on file", "Lives at",
+                "Permanent address", "Usual address", "Home", "Abode"),
+    email=_cases("E-mail", "Email", "Mail", "E-mail address", "Email addr.", "Personal e-mail", "Private mail",
+                 "Mailbox", "Inbox", "Electronic mail", "E-post", "Mail to", "Reply-to"),
+    phone=_cases("Mobile", "Phone", "Telephone", "Tel.", "Cell", "Cell phone", "Mobile no.", "Phone no.",
+                 "Contact number", "Direct line", "Number", "Ph.", "Landline", "Home phone", "Daytime phone",
+                 "Tel. no.", "Call"),
+    dob=_cases("Born", "Date of birth", "Birth date", "Birthdate", "D.o.b.", "Born on", "Birthday", "Date born",
+               "Year and day of birth", "Natal date"),
+    ssn=_cases("SSN", "Social Security No.", "Social Security number", "SS number", "SSA no.", "Soc. Sec. No.",
+               "Taxpayer SSN", "SS#", "Soc. sec."),
+    qual=("", "", "", "", " (home)", " (private)", " (current)", " (main)", " [primary]", " (on file)",
+          " (as given)", " (verified)", " (personal)", " (updated)", " (preferred)", " (own)", " [self]",
+          " (confirmed)", " (stated)", " [declared]", " (latest)"),
+    sep=(": ", " : ", ":  ", " - ", " – ", " — ", " = ", " .... ", " ..... ", " | ", " > ", " :: ", " / ",
+         "\t", ":\t", " ~ ", " » ", " -> ", " … ", " --- ", ": - ", " · ", "; ", " => "),
+)  # fmt: skip
+
+
+# Prose: the words right before and after a value come from pools shared by every label (and by
+# non-personal values), so they say little about what follows; the value's kind is named further
+# away ('the Tenant's e-mail, on file as: ...'). Each eval sentence draws them anew.
+LEXICON.update(
+    to=("«sent|addressed|delivered|forwarded|directed|copied|routed|passed on|mailed|posted|issued|handed|put "
+        "through|referred|made out|marked|written» «to|care of|c/o|attn.|for» («per|see|via|from» {system})",),
+    at=("«reached|contacted|reachable|found|available|contactable|best reached|usually reached|traceable|"
+        "accessible|answering» «at|on|via|through|using|under» (per {system})",),
+    as_=("«listed|recorded|given|shown|noted|entered|registered|confirmed|logged|filed|identified|described|named|"
+         "known|documented|referred to|mentioned|verified|checked|indexed|booked in|enrolled|held|kept» «in|on|under|"
+         "via|by» {system} as",
+         "«per|according to|as in|from|see» {system}:", "(record {system})", "- {system}:", "in {system}:",
+         "«listed|recorded|noted|entered» as («per|in|see» {system})"),
+    after=(".", ".", ";", ",", " -", " (see file).", " (on record).", ", as stated.", ", per the file.",
+           " (checked).", " for now.", ", confirmed.", ", noted.", " (unchanged).", ", as given.", " (current).",
+           " - noted.", ", per records.", " (latest).", "; checked.", " at present.", " (as supplied).",
+           " (no change).", " - verified.", " (ok).", ", on file.", "; see record.", " (reported).",
+           " (valid).", " (as of today).", ", again.", " (stated).", " - per form.", " [checked]."),
+)  # fmt: skip
+
+# Chat: how a customer leads into a value ('hmm... mine is ...', 'ok - try ...') and trails off after it;
+# logs: generic field names that carry personal and other values alike ('target=', 'arg=').
+LEXICON.update(
+    chat=("«it's|its|sure|ok|okay|yes|yeah|yep|right|fine|so|well|hmm|uh|um|ah|erm|alright|sure thing|no problem|"
+          "of course|got it|one sec|let me see|hang on|hold on|wait|lemme check|ok so|oh|yea|k|kk|np|right so|sec|mm|"
+          "uhh|ehm|heh|lol ok|haha ok|ugh ok|fine ok»«, | - |! |: | — | |.. |, um »«it's |its |try |use |is |mine: |"
+          "so |»",),
+    cafter=("", "", "", "", " thanks", " I think", " iirc", " lol", " ty", "?", "!", " if that helps", " (i think)",
+            "...", " cheers", " pls", " right?", " btw", " :)", " ok?", " fwiw", " thx", " anyway", " yeah"),
+    kv=("subject=", "target=", "value=", "arg=", "param=", "who=", "for=", "to=", "ref=", "key=", "input=", "entry=",
+        "item=", "data=", "field=", "attr=", "object=", "principal=", "match=", "term=", "q=", "id=", "src=", "dst=",
+        "peer=", "actor=", "res=", "user=", "acct=", "name=", "v=", "arg0=", "ctx=", "hint=", "tag=", "via="),
+)  # fmt: skip
+
+# Lines a document may or may not carry (shifting every line after them).
+LEXICON.update(
+    opt=("", "", "", "", "\n", "Status: final\n", "Copy: original\n", "Confidential\n", "Version: executed\n",
+         "Page 1 of 3\n", "Classification: internal\n", "Language: English\n", "Original on file\n",
+         "Scanned copy\n", "Printed copy\n", "Retention: 7 years\n", "Distribution: restricted\n"),
+)  # fmt: skip
+
+# A form's field: its cue, perhaps a qualifier, and a separator ('Mobile (private) :: ') or a dot
+# leader to the value's column ('Mobile ............ '), which every field of the form shares.
+LEXICON.update(ind=("", "", "", " ", "  ", "   ", "    ", "     ", "      ", "\t", "\t "))
+LEXICON.update(lead=tuple(f" {'.' * n} " for n in range(10, 19)) + tuple(f" {'. ' * n}" for n in range(6, 10)))
+LEXICON.update(
+    {
+        f"f_{key}": (f"«@{key}»«@qual»«@sep»", f"«@{key}»«@qual»«@lead»", f"«@{key}»«@lead»")
+        for key in ("name", "addr", "email", "phone", "dob", "ssn")
+    }
+)
+
+
+_PREAMBLE = (
+    "", "", "CONFIDENTIAL", "Internal use only", "Printed copy", "Scanned copy", "Copy for records", "Page 1",
+    "-----", "Status: final", "Exported from the records system", "Classification: restricted", "(original on file)",
+    "Do not forward", "File copy", "Retention: 7 years", "Distribution: restricted", "Reprinted on request",
+)  # fmt: skip
+
+
+def preamble(b: Builder, rng: Random) -> None:
+    """Start an eval document with none to eleven document-control lines, so no line sits at a fixed line number."""
+    for line in rng.sample(_PREAMBLE, rng.randrange(12)):
+        b.text(line + "\n")
+
+
+def vary(rng: Random, template: str) -> str:
+    """``template`` with every ``«a|b|c»`` group replaced by one alternative drawn by ``rng``.
+
+    Groups may nest (the innermost are drawn first) and ``«@name»`` draws an entry of
+    :data:`LEXICON`. Only eval templates hold groups: each eval line is composed anew from its
+    parts, so the text around a value rarely repeats from one eval document to the next.
+    """
+    while "«" in template:
+        template = _GROUP.sub(lambda m: _alternative(rng, m.group(1)), template)
+    return template
+
+
+def _alternative(rng: Random, group: str) -> str:
+    if group.startswith("@") and "|" not in group:
+        return pick(rng, LEXICON[group[1:]])
+    return pick(rng, group.split("|"))
+
+
+class Builder:
+    """Appends text and entities, keeping entity offsets exact.
+
+    Given ``rng`` (eval documents), every template's ``«a|b»`` groups are drawn as it is filled.
+    """
+
+    def __init__(self, rng: Random | None = None) -> None:
         self._parts: list[str] = []
         self._length = 0
         self.entities: list[Entity] = []
+        self._rng = rng
 
     def __len__(self) -> int:
         return self._length
@@ -85,7 +233,13 @@ class Builder:
 
     def fill(self, template: str, ctx: dict[str, Slot]) -> None:
         """Append ``template`` with each ``{key}`` replaced by ``ctx[key]`` (entities tracked)."""
-        pieces = _pieces(template)
+        if "«" in template:
+            if self._rng is None:
+                raise ValueError(f"template {template[:40]!r} has «» groups but the builder draws none")
+            template = vary(self._rng, template)
+            pieces = tuple(_SLOT.split(template))
+        else:
+            pieces = _pieces(template)
         self.text(pieces[0])
         for i in range(1, len(pieces), 2):
             key = pieces[i]
@@ -275,22 +429,40 @@ def relation(rng: Random, person: Person) -> str:
 
 
 def make_person(
-    rng: Random, fake: Faker, *, dob_first: date = DOB_FIRST, dob_last: date = DOB_LAST, last: str | None = None
+    rng: Random,
+    fake: Faker,
+    *,
+    dob_first: date = DOB_FIRST,
+    dob_last: date = DOB_LAST,
+    last: str | None = None,
+    fictional: bool = False,
 ) -> Person:
     """Draw a fictional person; Faker supplies names and places, ``rng`` everything else.
 
-    ``last`` fixes the surname (for surnames that are also ordinary words or eponyms).
+    ``last`` fixes the surname (for surnames that are also ordinary words or eponyms). With
+    ``fictional`` (eval documents) the first name and surname come from :func:`fictional_first`
+    and :func:`fictional_surname` instead of Faker's lists, which training documents draw from:
+    eval names are made up, combinatorial and practically never repeat from one document to the next.
     """
     gender = pick(rng, ("m", "f"))
-    first = fake.first_name_male() if gender == "m" else fake.first_name_female()
-    last = fake.last_name() if last is None else last
+    if fictional:
+        first = fictional_first(rng, gender)
+        last = fictional_surname(rng) if last is None else last
+    else:
+        first = fake.first_name_male() if gender == "m" else fake.first_name_female()
+        last = fake.last_name() if last is None else last
     f, ln = first.lower(), last.lower()
     local = pick(
         rng,
         (f"{f}.{ln}", f"{f[0]}{ln}", f"{f}_{ln}{rng.randrange(10, 99)}", f"{f}{ln}", f"{f}.{ln[0]}", f"{ln}.{f}"),
     )
     full, abbr = pick(rng, _SUFFIXES)
-    base = fake.last_name() if rng.random() < 0.3 else pick(rng, _STREET_BASES)
+    if fictional:  # eval streets are named after made-up words too ('4344 Drosimth Terrace')
+        base = fictional_surname(rng) if rng.random() < 0.5 else fictional_place_surname(rng)
+    elif rng.random() < 0.3:
+        base = fake.last_name()
+    else:
+        base = pick(rng, _STREET_BASES)
     street = f"{rng.randrange(1, 9900)} {base} {full if rng.random() < 0.7 else abbr}"
     unit = pick(rng, _UNITS).format(n=rng.randrange(1, 40)) if rng.random() < 0.3 else ""
     area = pick(rng, AREA_CODES)
@@ -313,6 +485,93 @@ def make_person(
         dob=between(rng, dob_first, dob_last),
         ssn=ssn,
     )
+
+
+# Made-up names of the eval partition: syllables put together, never a name of Faker's en_US lists
+# (what training documents use), so an eval name is new to a system fitted on training documents
+# and, drawn from tens of thousands, rarely recurs between eval documents.
+_ONSETS = (
+    "B", "Br", "C", "Ch", "Cl", "D", "Dr", "F", "Fr", "G", "Gr", "H", "J", "K", "Kr", "L", "M", "N", "P",
+    "Pr", "R", "S", "Sh", "St", "T", "Th", "Tr", "V", "W", "Z", "Al", "El", "Or", "Is", "Ul", "Ev",
+)  # fmt: skip
+_VOWELS = ("a", "e", "i", "o", "u", "a", "e", "o")
+_MIDDLES = (
+    "l", "n", "r", "v", "s", "m", "d", "b", "rv", "lv", "nd", "st", "rc", "lm", "sh", "z", "rn", "nt", "ld",
+    "sk", "th", "ll", "ss", "tt",
+)  # fmt: skip
+_FIRST_ENDS = {
+    "f": ("a", "ia", "ine", "elle", "etta", "ora", "ise", "wen", "yn", "issa", "ara", "ie", "anne", "ena"),
+    "m": ("an", "or", "en", "us", "ick", "o", "ard", "in", "el", "ett", "on", "ias", "ert", "ric"),
+}
+_CODAS = (
+    "rk", "nt", "ss", "ld", "th", "x", "ck", "rn", "st", "lt", "nd", "sk", "ft", "mb", "ng", "rth", "lk", "ns",
+    "rd", "ph", "lm", "rv", "dge", "tch", "sh", "rl", "lf", "mp", "nk", "wk", "ll", "rg", "ct", "pt", "rz", "vn",
+)  # fmt: skip
+_SURNAME_ENDS = ("", "", "", "", "e", "er", "on", "ey", "a", "o", "y", "es", "is", "en")
+
+
+@lru_cache(maxsize=1)
+def _training_names() -> frozenset[str]:
+    """Every first name and surname Faker's en_US lists hold (lower case): what eval names avoid."""
+    from faker.providers.person.en_US import Provider
+
+    lists = (Provider.first_names_male, Provider.first_names_female, Provider.last_names)
+    return frozenset(name.lower() for names in lists for name in names)
+
+
+def _syllables(rng: Random, ends: Sequence[str], avoid: Sequence[str] = ()) -> str:
+    while True:
+        name = f"{pick(rng, _ONSETS)}{pick(rng, _VOWELS)}{pick(rng, _MIDDLES)}{pick(rng, ends)}"
+        if name.lower() not in _training_names() and name not in avoid:
+            return name
+
+
+def fictional_first(rng: Random, gender: str) -> str:
+    """A made-up first name ('Torvan', 'Bralvine'), never one of Faker's."""
+    return _syllables(rng, _FIRST_ENDS[gender])
+
+
+def fictional_surname(rng: Random) -> str:
+    """A made-up surname ('Kelvarkson', 'Drosimth'), never one of Faker's; its ending varies as much as its start."""
+    while True:
+        name = (
+            f"{pick(rng, _ONSETS)}{pick(rng, _VOWELS)}{pick(rng, _MIDDLES)}{pick(rng, _VOWELS)}"
+            f"{pick(rng, _CODAS)}{pick(rng, _SURNAME_ENDS)}"
+        )
+        if name.lower() not in _training_names():
+            return name
+
+
+_PLACE_HEADS = (
+    "Ash", "Birch", "Fern", "Heather", "Moss", "Thorn", "Bramble", "Holly", "Alder", "Rowan", "Hazel", "Linden",
+    "Sedge", "Reed", "Bracken", "Gorse", "Yew", "Sloe", "Elder", "Larch", "Rush", "Flint", "Chalk", "Slate",
+    "Marl", "Clay", "Peat", "Wren", "Finch", "Lark", "Heron", "Kestrel", "Otter", "Badger", "Stoat", "Teal",
+)  # fmt: skip
+_PLACE_TAILS = (
+    "brook", "field", "ford", "hill", "mere", "wood", "gate", "dale", "ley", "combe", "stead", "well", "worth",
+    "thorpe", "haven", "moor", "bank", "croft", "holm", "hurst", "marsh", "shaw", "wick", "bourne", "cliffe",
+)  # fmt: skip
+
+
+def system_name(rng: Random) -> str:
+    """The made-up records system an eval document cites ('crm-zolmonka'): one per document, not personal data."""
+    kind = pick(rng, ("reg", "crm", "ehr", "rec", "db", "hub", "file", "dir", "kb", "ops"))
+    return f"{kind}-{fictional_surname(rng).lower()}"
+
+
+def fictional_place_surname(rng: Random) -> str:
+    """A made-up surname that is also a place word ('Fernbrook', 'Slatecombe'), never one of Faker's."""
+    while True:
+        name = f"{pick(rng, _PLACE_HEADS)}{pick(rng, _PLACE_TAILS)}"
+        if name.lower() not in _training_names():
+            return name
+
+
+def fictional_nickname(first: str, rng: Random) -> str:
+    """A familiar form of a made-up first name: its first syllable and an ending ('Torvan' -> 'Torry')."""
+    head = re.match(r"[^aeiou]*[aeiou]+[^aeiou]?", first)
+    stem = head.group(0) if head else first[:3]
+    return f"{stem}{pick(rng, ('y', 'ie', 'o', 'i', 'sy', 'ko'))}"
 
 
 _BRAND_A = (

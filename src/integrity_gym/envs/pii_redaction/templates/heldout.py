@@ -3,7 +3,9 @@
 A generated document whose id falls in the eval partition (``partition_of(document_id)``) may
 render values in the families below; a training document never does. A system tuned on the
 training documents therefore meets these forms for the first time at evaluation, as it would in
-real use. Every function returns the whole phrase, which the templates label as one entity.
+real use. Every function returns the whole phrase, which the templates label as one entity. (The
+lines around the values are held out too: each template module's ``Frames`` give eval documents
+their own sentence frames, section phrasings, speaker tags and log layout.)
 
 Families: e-mails spoken with ``at sign`` / ``period`` / ``underscore`` words, phone numbers read
 with pair numbers (``four fifteen``), ``double``/``triple`` runs, hesitations or Spanish digit
@@ -19,7 +21,7 @@ from datetime import date
 from random import Random
 
 from integrity_gym.envs.pii_redaction.templates.common import MONTHS, pick
-from integrity_gym.envs.pii_redaction.templates.obfuscate import DIGITS, ordinal_words, two_digit_words
+from integrity_gym.envs.pii_redaction.templates.obfuscate import DIGITS, ordinal_words, two_digit_words, year_words
 
 _SPANISH = ("cero", "uno", "dos", "tres", "cuatro", "cinco", "seis", "siete", "ocho", "nueve")
 _HESITATIONS = ("... uh, ", "... um ", ", hang on, ", ", sorry, ", " - wait - ", "... let me check... ")
@@ -128,12 +130,14 @@ def email_heldout(local: str, domain: str, rng: Random) -> str:
 
 
 def holiday_birthday(year: int, rng: Random) -> tuple[date, str]:
-    """A birth date on a holiday and how a person says it: ('Christmas Day, 1981' and similar)."""
+    """A birth date on a holiday, the year said in words: ('Christmas Day, nineteen eighty-one' and similar).
+
+    The holiday is one of a few, so the year carries most of the phrase: a memory of an earlier
+    document's 'Christmas Day' alone does not cover a later one's birth date.
+    """
     name, month, day = pick(rng, HOLIDAYS)
-    yy = f"'{year % 100:02d}"
-    forms = [f"{name} {yy}", f"{name}, {yy}"]
-    if "Fourth" not in name:  # 'the Fourth of July, 1976' reads as an ordinary written date
-        forms += [f"{name}, {year}", f"{name} {year}"]
+    spoken = year_words(year)
+    forms = [f"{name}, {spoken}", f"{name} {spoken}", f"{name} of {spoken}", f"{name}, back in {spoken}"]
     return date(year, month, day), pick(rng, forms)
 
 
@@ -187,8 +191,8 @@ def address_heldout(street: str, unit: str, city: str, state: str, zipcode: str,
         return f"{house_number_words(int(number))} {rest}{unit_part}, {place}"
     if style == 1:
         return f"{number} {base} {pick(rng, RARE_STREET_TYPES)}{unit_part}, {place}"
-    if style == 2:
-        return f"{pick(rng, ('P.O. Box', 'PO Box', 'P.O. box'))} {rng.randrange(10, 9999)}, {place}"
+    if style == 2:  # the box after the town, as some forms write it ('North Thomas, CT 71790, PO Box 2718')
+        return f"{place}, {pick(rng, ('P.O. Box', 'PO Box', 'P.O. box'))} {rng.randrange(10, 9999)}"
     flat = pick(rng, ("apartment", "unit", "flat"))
     return f"{flat} {pick(rng, _HOUSE_WORDS)} at {street}, {city}"
 

@@ -4,11 +4,15 @@ Customers obfuscate what they type (spelled digits, ``at``/``dot`` and bracketed
 digit/word numbers, ``area code ...`` phrasing, Cyrillic look-alike letters, values broken over
 a line, spoken and ordinal birth dates); every obfuscated phrase is one entity. Log lines are
 dense with look-alikes that are not entities: IPs, MAC addresses, host names, versions, ticket
-and order ids, session hashes and timestamps.
+and order ids, session hashes and timestamps. Every chat line, speaker tag, e-mail and log line
+that holds personal data comes in two disjoint sets of phrasings (:class:`~.common.Frames`), and
+eval documents write their logs in another layout: training documents use the first set, eval
+documents the second.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import datetime, timedelta
 from random import Random
@@ -19,14 +23,17 @@ from integrity_gym.envs.pii_redaction.models import Entity
 from integrity_gym.envs.pii_redaction.templates import heldout as ho
 from integrity_gym.envs.pii_redaction.templates import obfuscate as ob
 from integrity_gym.envs.pii_redaction.templates.common import (
+    LEXICON,
     Builder,
     E,
+    Frames,
     Person,
     Slot,
     brand,
     code,
     company,
     event_date,
+    fictional_surname,
     hexid,
     hostname,
     ipv4,
@@ -35,9 +42,12 @@ from integrity_gym.envs.pii_redaction.templates.common import (
     org_domain,
     org_phone,
     pick,
+    preamble,
     product,
     relation,
     role_mailbox,
+    system_name,
+    vary,
     version,
 )
 
@@ -70,38 +80,121 @@ _LOG_LINES = (
     "{ts} INFO  {svc}[{pid}] refund batch {batch} settled items={n} by=agent-{agent_no}",
     "{ts} WARN  {svc}[{pid}] ivr queue depth={ms} on support line {org_phone}, overflow to {org_phone2}",
 )
-# Log lines that carry personal data; the agent must find it among the look-alikes.
-_PII_LOG_LINES = (
-    "{ts} INFO  {svc}[{pid}] login ok user={c_email} src={ip} session={sess}",
-    "{ts} WARN  {svc}[{pid}] sms otp resend to={c_e164} uid={uid} attempt={n}",
-    '{ts} INFO  {svc}[{pid}] profile update uid={uid} field=display_name new="{c_name}"',
-    '{ts} AUDIT {svc}[{pid}] shipping address changed uid={uid} value="{c_addr}" by={ip}',
-    "{ts} WARN  {svc}[{pid}] recovery email mismatch expected={c_email} got={x_email} uid={uid}",
-    "{ts} INFO  {svc}[{pid}] kyc check passed uid={uid} dob={c_dob_iso} ref={rid}",
-    "{ts} INFO  {svc}[{pid}] notification queued channel=email to={c_email} template=reset_v{api}",
-    "{ts} WARN  {svc}[{pid}] callback number on file {c_phone_plain} differs from caller id, uid={uid}",
-    '{ts} AUDIT {svc}[{pid}] agent-{agent_no} looked up customer "{c_name}" via ticket {case}',
-    '{ts} DEBUG {svc}[{pid}] checkout billing_name="{c_name}" zip_prefix={zip3} last4={last4} order={order}',
+# Log lines that carry personal data; the agent must find it among the look-alikes. Eval documents
+# write their logs in another layout ("{ts} [svc:pid] level: message", see _relayout) and word
+# these lines differently.
+_PII_LOG_LINES = Frames(
+    train=(
+        "{ts} INFO  {svc}[{pid}] login ok user={c_email} src={ip} session={sess}",
+        "{ts} WARN  {svc}[{pid}] sms otp resend to={c_e164} uid={uid} attempt={n}",
+        '{ts} INFO  {svc}[{pid}] profile update uid={uid} field=display_name new="{c_name}"',
+        '{ts} AUDIT {svc}[{pid}] shipping address changed uid={uid} value="{c_addr}" by={ip}',
+        "{ts} WARN  {svc}[{pid}] recovery email mismatch expected={c_email} got={x_email} uid={uid}",
+        "{ts} INFO  {svc}[{pid}] kyc check passed uid={uid} dob={c_dob_iso} ref={rid}",
+        "{ts} INFO  {svc}[{pid}] notification queued channel=email to={c_email} template=reset_v{api}",
+        "{ts} WARN  {svc}[{pid}] callback number on file {c_phone_plain} differs from caller id, uid={uid}",
+        '{ts} AUDIT {svc}[{pid}] agent-{agent_no} looked up customer "{c_name}" via ticket {case}',
+        '{ts} DEBUG {svc}[{pid}] checkout billing_name="{c_name}" zip_prefix={zip3} last4={last4} order={order}',
+    ),
+    eval=(
+        "{ts} [{svc}:{pid}] «info|notice»: «session opened|login ok|signed in|auth ok|session start» «@kv»{uid} "
+        "«@kv»{c_email} «@kv»{ip} «@kv»{sess}",
+        "{ts} [{svc}:{pid}] «warn|notice»: «one-time code sent|sms code queued|otp resend|text code sent» «@kv»{rid} "
+        "«@kv»{c_e164} «@kv»{uid} try {n}",
+        "{ts} [{svc}:{pid}] «info|audit»: «display name changed|profile renamed|name updated» «@kv»{uid} "
+        "«@kv»'{c_name}'",
+        "{ts} [{svc}:{pid}] «audit|info»: «delivery address set|address changed|shipping updated» «@kv»{uid} "
+        "«@kv»'{c_addr}' «@kv»{ip}",
+        "{ts} [{svc}:{pid}] «warn|error»: «backup address mismatch|recovery check failed|alt mail mismatch» «@kv»{uid} "
+        "«@kv»{c_email} «@kv»{rid} «@kv»{x_email}",
+        "{ts} [{svc}:{pid}] «info|audit»: «identity verified|kyc passed|id check ok» «@kv»{uid} «@kv»{c_dob_iso} "
+        "«@kv»{rid}",
+        "{ts} [{svc}:{pid}] «info|debug»: «reset mail queued|notification queued|mail queued» «@kv»{rid} "
+        "«@kv»{c_email}",
+        "{ts} [{svc}:{pid}] «warn|notice»: «caller id mismatch|callback differs|number mismatch» «@kv»{rid} "
+        "«@kv»{c_phone_plain} «@kv»{uid}",
+        "{ts} [{svc}:{pid}] «audit|info»: agent-{agent_no} «opened profile|viewed record|looked up» «@kv»{uid} "
+        "«@kv»'{c_name}' «@kv»{case}",
+        "{ts} [{svc}:{pid}] «debug|info»: «payment attempt|checkout|card auth» «@kv»{rid} «@kv»'{c_name}' «@kv»{zip3} "
+        "«@kv»{last4} «@kv»{order}",
+    ),
 )
-# Held-out log lines: personal data URL-encoded in request lines or inside JSON bodies.
+# Held-out log lines (eval only, in the eval layout): personal data URL-encoded in request lines
+# or inside JSON bodies.
 _PII_LOG_LINES_HELD_OUT = (
-    "{ts} INFO  {svc}[{pid}] GET /api/v{api}/password-reset?email={c_email_url}&lang=en status=302 src={ip}",
-    '{ts} INFO  {svc}[{pid}] POST /api/v{api}/profile body={"display_name": "{c_name}", "uid": {uid}} status=200',
-    "{ts} WARN  {svc}[{pid}] sms gateway reject msisdn={c_msisdn_url} reason=carrier_block uid={uid}",
-    "{ts} DEBUG {svc}[{pid}] GET /internal/search?q={c_name_url}&limit=5 status=200 src={ip}",
-    '{ts} INFO  {svc}[{pid}] webhook payload={"event": "address.updated", "line1": "{c_street}"} uid={uid}',
-    "{ts} INFO  {svc}[{pid}] GET /api/v{api}/verify?dob={c_dob_compact}&uid={uid} status=200",
+    "{ts} [{svc}:{pid}] info: GET "
+    "/api/v{api}/«password-reset|reset|recover|pw-reset»?«@jk»=«@flag»&«email|e|mail|user|login|u»="
+    "{c_email_url}&«@jk»={uid} status=302 «@kv»{ip}",
+    '{ts} [{svc}:{pid}] info: POST /api/v{api}/profile body={"«@jk»": {uid}, "«@jk»": '
+    '"{c_name}", "«@jk»": "{rid}"} status=200',
+    "{ts} [{svc}:{pid}] warn: sms gateway reject «@kv»{uid} «@kv»«@flag» "
+    "«msisdn|to|number|dest|phone|tel»={c_msisdn_url} "
+    "«@kv»{rid} reason=carrier_block",
+    "{ts} [{svc}:{pid}] debug: GET /internal/search?«@jk»=«@flag»&«q|query|term|s|find»={c_name_url}&«@jk»={uid} "
+    "status=200 «@kv»{ip}",
+    '{ts} [{svc}:{pid}] info: webhook payload={"event": "address.updated", "«@jk»": {uid}, '
+    '"«@jk»": "{c_street}", "«@jk»": "{rid}"}',
+    "{ts} [{svc}:{pid}] info: GET /api/v{api}/verify?«@jk»=«@flag»&«dob|birth|bd|d»={c_dob_compact}&«@jk»={uid} "
+    "status=200",
 )
+#: Eval-only log lines without personal data whose generic fields carry ids, hosts, organisations'
+#: mailboxes and numbers: a field name says nothing of the value's kind.
+_DECOY_LOG_LINES = (
+    "{ts} [{svc}:{pid}] «info|debug»: «lookup|check|fetch|resolve|scan» «@kv»{uid} «@kv»{host}",
+    "{ts} [{svc}:{pid}] «info|notice»: «session probe|health check|ping» «@kv»{rid} «@kv»{ip} «@kv»{sess}",
+    "{ts} [{svc}:{pid}] «info|debug»: «device seen|device sync|device ping» «@kv»{uid} «@kv»{mac} «@kv»{ver}",
+    "{ts} [{svc}:{pid}] «info|audit»: «order viewed|order sync|refund check» «@kv»{rid} «@kv»{order} "
+    "«@kv»agent-{agent_no}",
+    "{ts} [{svc}:{pid}] «info|notice»: «mail relay|outbound mail|relay ok» «@kv»{uid} «@kv»{noreply} «@kv»{rid}",
+    "{ts} [{svc}:{pid}] «warn|info»: «ivr route|line busy|call queued» «@kv»{rid} «@kv»{org_phone} «@kv»{org_phone2}",
+    "{ts} [{svc}:{pid}] «debug|info»: «license check|plan check|entitlement» «@kv»{uid} «@kv»'{product}' «@kv»'{co}'",
+    "{ts} [{svc}:{pid}] «info|audit»: «ticket touched|case viewed|case sync» «@kv»{rid} «@kv»{case} «@kv»'{site} desk'",
+    "{ts} [{svc}:{pid}] «debug|info»: «batch settled|refund batch|payout» «@kv»{uid} «@kv»{batch} «@kv»{rid}",
+    "{ts} [{svc}:{pid}] «info|debug»: «token issued|token refresh|grant ok» «@kv»{rid} «@kv»{svc} «@kv»{host}",
+    '{ts} [{svc}:{pid}] info: POST /api/v{api}/«sync|event|update» body={"«@jk»": {uid}, "«@jk»": "{product}", '
+    '"«@jk»": "{rid}"} '
+    "status=200",
+    '{ts} [{svc}:{pid}] info: webhook payload={"event": "«plan|case|device».updated", "«@jk»": {uid}, "«@jk»": '
+    '"{co}", "«@jk»": "{rid}"}',
+)
+_LOG_LAYOUT = re.compile(r"^\{ts\} (?P<level>[A-Z]+) +\{svc\}\[\{pid\}\] (?P<body>.*)$", re.DOTALL)
+
+
+def _relayout(template: str) -> str:
+    """A training log line in the eval layout: '{ts} [{svc}:{pid}] level: message'."""
+    found = _LOG_LAYOUT.match(template)
+    if found is None:
+        raise ValueError(f"log template {template!r} is not in the training layout")
+    return f"{{ts}} [{{svc}}:{{pid}}] {found['level'].lower()}: {found['body']}"
+
+
+#: The look-alike log lines (no personal data), in each partition's layout.
+_LOG_LINES_BY_PARTITION = Frames(train=_LOG_LINES, eval=tuple(_relayout(t) for t in _LOG_LINES))
 _SERVICES = ("auth-svc", "gateway", "billing-api", "notify", "device-mgr", "sso-bridge")
 
-_OPENERS = (
-    ("Agent", "Hi, thanks for contacting {co} support. My name is {a_first}; how can I help today?"),
-    ("Agent", "Welcome to {co} chat support, you're talking to {a_first}. What's going on?"),
-)
-# Held-out openers: the agent gives a name without the usual introduction.
-_OPENERS_HELD_OUT = (
-    ("Agent", "Hi, {a_first} here from the {co} support team - what can I do for you?"),
-    ("Agent", "Good day! {a_first} with {co} accounts. Tell me what happened."),
+_OPENERS = Frames(
+    train=(
+        ("Agent", "Hi, thanks for contacting {co} support. My name is {a_first}; how can I help today?"),
+        ("Agent", "Welcome to {co} chat support, you're talking to {a_first}. What's going on?"),
+    ),
+    # Eval openers name the agent without the usual introduction.
+    eval=(
+        (
+            "Agent",
+            "«Hi|Hello|Good day|Hey there|Welcome», «you're chatting with|this is|you've reached» the {site} "
+            "desk of {co}; «@as_» {a_first}«@after» What can I do for you?",
+        ),
+        (
+            "Agent",
+            "«Hi|Hello|Good day|Hey there|Welcome»! {co} accounts, {site} «team|desk|office», «@as_» "
+            "{a_first}«@after» Tell me what happened.",
+        ),
+        (
+            "Agent",
+            "«Thanks for waiting|Sorry for the wait|Thanks for holding» - {co} help desk, {site} «team|desk|"
+            "office»; «@as_» {a_first}«@after» What seems to be the problem?",
+        ),
+    ),
 )
 # A virtual assistant's name is a product name, not personal data.
 _BOT_OPENER = "[{time}] Bot: My name is {bot}, {co}'s virtual assistant. I'm connecting you to a person now.\n"
@@ -140,40 +233,141 @@ _TECH = (
     ("Agent", "That code means the token expired. I'm sending a fresh one now."),
     ("Customer", "the order number is {order_spoken} if that helps"),
     ("Customer", "the second charge showed up on {charge_date}, same amount as the first"),
-    ("Customer", "{k_first} usually deals with the billing side, I just use the app"),
     ("Agent", "Your plan renews on {renew_date}; I've added a credit for the duplicate charge."),
     ("Customer", "the confirmation code on the receipt was {code_spoken}"),
     ("Agent", "I've applied a credit of {refund} for the trouble; it shows on the next invoice ({invoice})."),
     ("Agent", "If the chat drops, tier 2 answers on the support line, extension {ext}, quoting {case}."),
 )
-# (agent prompt, customer answer) pairs; answers hold obfuscated personal data.
-_VERIFY = (
-    ("Could you confirm the full name on the account?", "it's {c_name_x}"),
-    ("Which email address did you sign up with?", "{c_email_x}"),
-    ("What phone number should receive the codes?", "{c_phone_x}"),
-    ("Can you confirm your date of birth for verification?", "{c_dob_x}"),
-    ("And the last piece, your Social Security number please.", "ok... {c_ssn_x}"),
-    ("What's the billing address on file?", "{c_addr_x}"),
-    ("Is anyone else authorised on the account?", "my {k_rel} {k_name}, reach them at {k_phone_x}"),
-    ("Could you spell the last name for me?", "{c_last}, that's {c_last_spelled}"),
-    ("Is there a backup number in case I get cut off?", "sure, {c_phone_y}"),
-    ("Do you have another email we could use for the reset link?", "send it to {c_email_y} instead"),
-    ("Can you repeat the authorised user's name so I note it correctly?", "{k_name_x}"),
-    ("Where should we ship the replacement security key?", "please send it to {c_addr_ship}"),
-    ("Which address gets the receipts?", "the work one, {c_email_work}"),
+# The technical line that names someone.
+_TECH_PII = Frames(
+    train=(("Customer", "{k_first} usually deals with the billing side, I just use the app"),),
+    eval=(("Customer", "«@chat»{k_first}«@cafter», does the billing stuff, I only log in to the app"),),
 )
-_EMAILS = (
-    "\n--- e-mail attached to the ticket ---\nFrom: {c_name} <{c_email}>\nSubject: Re: [{case}] still locked out\n\n"
-    "{greet} {a_greet},\n\nI tried the steps from yesterday but the app still shows {errcode}. {k_first} says the "
-    "same thing happens on the family tablet.\n\nThanks,\n{c_first}\n--- end of e-mail ---\n\n",
-    "\n> forwarded note from the customer ({c_email}):\n> Hello, this is {c_name}. Please close my old "
-    "account and move the licence to the new one. My {k_rel} {k_name} can confirm by phone.\n\n",
+# (agent prompt, customer answer) pairs; answers hold obfuscated personal data. The first six of
+# each set are always asked (name, e-mail, phone, birth date, SSN, billing address).
+_VERIFY = Frames(
+    train=(
+        ("Could you confirm the full name on the account?", "it's {c_name_x}"),
+        ("Which email address did you sign up with?", "{c_email_x}"),
+        ("What phone number should receive the codes?", "{c_phone_x}"),
+        ("Can you confirm your date of birth for verification?", "{c_dob_x}"),
+        ("And the last piece, your Social Security number please.", "ok... {c_ssn_x}"),
+        ("What's the billing address on file?", "{c_addr_x}"),
+        ("Is anyone else authorised on the account?", "my {k_rel} {k_name}, reach them at {k_phone_x}"),
+        ("Could you spell the last name for me?", "{c_last}, that's {c_last_spelled}"),
+        ("Is there a backup number in case I get cut off?", "sure, {c_phone_y}"),
+        ("Do you have another email we could use for the reset link?", "send it to {c_email_y} instead"),
+        ("Can you repeat the authorised user's name so I note it correctly?", "{k_name_x}"),
+        ("Where should we ship the replacement security key?", "please send it to {c_addr_ship}"),
+        ("Which address gets the receipts?", "the work one, {c_email_work}"),
+    ),
+    eval=(
+        ("Can I get the account holder's full name, please?", "«@chat»{c_name_x}«@cafter»"),
+        ("What e-mail is the login tied to?", "«@chat»{c_email_x}«@cafter»"),
+        ("Which mobile number do you want the codes sent to?", "«@chat»{c_phone_x}«@cafter»"),
+        ("For security, what's your date of birth?", "«@chat»{c_dob_x}«@cafter»"),
+        ("Last check: the Social Security number on file?", "«@chat»{c_ssn_x}«@cafter»"),
+        ("And the billing address we have for you?", "«@chat»{c_addr_x}«@cafter»"),
+        ("Does anybody else have access to the account?", "«@chat»{k_name}, {k_phone_x} (my {k_rel})"),
+        ("Can you spell out your surname?", "«@chat»{c_last} - {c_last_spelled}«@cafter»"),
+        ("Any second number in case the line drops?", "«@chat»{c_phone_y}«@cafter»"),
+        ("Is there a different address we can mail the reset link to?", "«@chat»{c_email_y}«@cafter»"),
+        ("Could you give me the other user's name once more?", "«@chat»{k_name_x}«@cafter»"),
+        ("What's the delivery address for the new security key?", "«@chat»{c_addr_ship}«@cafter»"),
+        (
+            "Where do the receipts go?",
+            "«@chat»{c_email_work}«@cafter» («the work one|work address|my work mail|the office one»)",
+        ),
+    ),
 )
-_CLOSERS = (
-    ("Agent", "You're all set. The case {case} stays open for 7 days if anything else comes up."),
-    ("Customer", "thanks {a_first}, that worked"),
-    ("Agent", "Glad to help! You'll get a short survey by email. Have a good day."),
+_EMAILS = Frames(
+    train=(
+        "\n--- e-mail attached to the ticket ---\nFrom: {c_name} <{c_email}>\n"
+        "Subject: Re: [{case}] still locked out\n\n{greet} {a_greet},\n\nI tried the steps from yesterday but the "
+        "app still shows {errcode}. {k_first} says the same thing happens on the family tablet.\n\nThanks,\n"
+        "{c_first}\n--- end of e-mail ---\n\n",
+        "\n> forwarded note from the customer ({c_email}):\n> Hello, this is {c_name}. Please close my old "
+        "account and move the licence to the new one. My {k_rel} {k_name} can confirm by phone.\n\n",
+    ),
+    eval=(
+        "\n--- «message attached to case|forwarded e-mail|customer e-mail|inbound mail» ---\n«@as_» {c_name} "
+        "<{c_email}>, «via|from|by|through» {system}\nRe: case {case}, still cannot log "
+        "in\n\n«Hi|Hello|Hey|Dear» «desk|team|support|folks» {site}, "
+        "{a_greet},\n\nStill getting {errcode} after following yesterday's steps. Same story on the family tablet, "
+        "«@as_» {k_first}«@after»\n\n{c_first} ({c_email})\n--- end of message ---\n\n",
+        "\n> «note passed on by the account holder|note from the customer|forwarded by the holder», «@as_» "
+        "{c_name} <{c_email}>:\n> Kindly shut down my old account and transfer the licence to the new one. "
+        "«@as_» {k_name} (my {k_rel}) will confirm over the phone.\n\n",
+    ),
 )
+_CLOSERS = Frames(
+    train=(
+        ("Agent", "You're all set. The case {case} stays open for 7 days if anything else comes up."),
+        ("Customer", "thanks {a_first}, that worked"),
+        ("Agent", "Glad to help! You'll get a short survey by email. Have a good day."),
+    ),
+    eval=(
+        ("Agent", "Done on my side. Case {case} remains open for a week in case you need us again."),
+        (
+            "Customer",
+            "«that did it|that worked|all good now|sorted|perfect|brilliant|great», «cheers|thanks|thank you|ta|"
+            "thx|many thanks» to the {site} «desk|team|folks»",
+        ),
+        ("Agent", "Happy to help. A two-question survey will follow by email. Take care."),
+    ),
+)
+# Speaker tags: how an agent's lines are labelled (the name is personal data) and the customer's
+# tag, per partition. Each agent style is (prefix, suffix) around the name, or None for no name.
+_AGENT_TAGS = Frames(
+    train=(None, ("Agent ", ""), ("Support (", ")"), None),
+    # Eval agents are named by display name and their site, a made-up place word drawn per document
+    # ('Amy (Fernbrook desk):'); a fifth of eval transcripts name no agent in the tags.
+    eval=(("«@tag»", ""), None),
+)
+LEXICON.update(
+    tag=(
+        "«@tag_word»{site} · ",
+        "«@tag_word»{site}/",
+        "[«@tag_word»{site}] ",
+        "«@tag_word»{site} - ",
+        "(«@tag_word»{site}) ",
+        "«@tag_word»{site} | ",
+        "«@tag_word»{site}: ",
+        "«@tag_word»{site} > ",
+    ),
+    tag_word=("", "", "", "desk ", "team ", "support ", "care ", "help ", "CS ", "service ", "agents ", "office "),
+    jk=tuple(k.rstrip("=") for k in LEXICON["kv"]),
+    flag=(
+        "true",
+        "false",
+        "on",
+        "off",
+        "yes",
+        "no",
+        "all",
+        "none",
+        "en",
+        "fr",
+        "de",
+        "es",
+        "json",
+        "xml",
+        "html",
+        "asc",
+        "desc",
+        "full",
+        "lite",
+        "web",
+        "app",
+        "ios",
+        "android",
+        "beta",
+        "live",
+    ),
+)
+#: How an eval transcript stamps its chat lines (training transcripts: '[10:02:33] ').
+_EVAL_CHAT_TIMES = ("[%H:%M:%S] ", "%H:%M:%S ", "(%H:%M) ", "%H:%M - ", "[%H:%M] ", "%H:%M:%S | ", "<%H:%M:%S> ")
+_CUSTOMER_TAGS = Frames(train=("Customer",), eval=("Visitor", "Caller", "Member"))
 
 
 def _phone_x(p: Person, rng: Random) -> str:
@@ -209,14 +403,17 @@ def _ssn_shaped(rng: Random) -> str:
 def build(rng: Random, fake: Faker, min_chars: int, held_out: bool = False) -> tuple[str, tuple[Entity, ...]]:
     """Build one support case file of at least ``min_chars`` characters.
 
-    ``held_out`` (documents of the eval partition) allows the forms of :mod:`.heldout` for the
-    customer's answers, a phone number sent in two messages, agents named only by their display
-    name, and openers that name the agent without the usual introduction.
+    ``held_out`` (documents of the eval partition) takes the eval phrasings of every chat line,
+    speaker tag, e-mail and log line that holds personal data (logs in the eval layout), and
+    allows the forms of :mod:`.heldout` for the customer's answers, a phone number sent in two
+    messages, agents named only by their display name, and openers that name the agent without
+    the usual introduction.
     """
-    c = make_person(rng, fake)
-    k = make_person(rng, fake)
-    x = make_person(rng, fake)
-    agent = make_person(rng, fake)
+    c = make_person(rng, fake, fictional=held_out)
+    k = make_person(rng, fake, fictional=held_out)
+    x = make_person(rng, fake, fictional=held_out)
+    agent = make_person(rng, fake, fictional=held_out)
+    site = fictional_surname(rng) if held_out else ""  # the agents' site ('Drosimth desk'), a made-up word
 
     def novel(p: float) -> bool:
         return held_out and rng.random() < p
@@ -233,6 +430,9 @@ def build(rng: Random, fake: Faker, min_chars: int, held_out: bool = False) -> t
     )
     ctx: dict[str, Slot] = {
         "co": company(rng, fake),
+        # Eval documents name their records system, a made-up word, wherever a value is "recorded in" it.
+        "system": system_name(rng) if held_out else "",
+        "site": site,
         "product": product(rng),
         "prio": pick(rng, ("P1", "P2", "P3")),
         "case": code(rng, "CS", 7),
@@ -254,7 +454,7 @@ def build(rng: Random, fake: Faker, min_chars: int, held_out: bool = False) -> t
         "errcode": f"{pick(rng, ('E', 'AUTH-', '0x'))}{rng.randrange(1000, 9999)}",
         "a_first": E("NAME", agent.first),
         # Held out: the customer's e-mail greets the agent in lower case ('hey amy,').
-        "greet": "hey" if casual_mail else "Hi",
+        "greet": "hey" if casual_mail else "Hello" if held_out else "Hi",
         "a_greet": E("NAME", agent.first.lower() if casual_mail else agent.first),
         "k_rel": relation(rng, k),
         "c_last": E("NAME", c.last),
@@ -272,7 +472,11 @@ def build(rng: Random, fake: Faker, min_chars: int, held_out: bool = False) -> t
         "c_email_y": E(
             "EMAIL",
             (ho.email_heldout if novel(0.8) else ob.email_obfuscated)(
-                f"{c.first.lower()}{rng.randrange(10, 99)}", pick(rng, ("gmail.com", "outlook.com", "proton.me")), rng
+                f"{c.first.lower()}{fictional_surname(rng).lower()[:4]}"
+                if held_out
+                else f"{c.first.lower()}{rng.randrange(10, 99)}",
+                pick(rng, ("gmail.com", "outlook.com", "proton.me")),
+                rng,
             ),
         ),
         "c_phone_x": E(
@@ -354,7 +558,9 @@ def build(rng: Random, fake: Faker, min_chars: int, held_out: bool = False) -> t
         return clock
 
     def log_line(template: str, svc: str, host: str) -> None:
-        ts = tick(1, 40).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        at = tick(1, 40)
+        # Eval logs use another layout, timestamps included ('2023-04-01 10:00:00,123').
+        ts = at.strftime("%Y-%m-%d %H:%M:%S,%f")[:-3] if held_out else at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
         local = {
             **ctx,
             "ts": ts,
@@ -379,19 +585,16 @@ def build(rng: Random, fake: Faker, min_chars: int, held_out: bool = False) -> t
         b.text("\n")
 
     def chat(speaker: str, template: str) -> None:
-        b.text(f"[{tick(5, 90).strftime('%H:%M:%S')}] ")
-        if speaker == "Agent" and agent_style == 1:
-            b.text("Agent ")
+        b.text(tick(5, 90).strftime(chat_time))
+        if speaker == "Agent" and agent_tag is not None:
+            prefix, suffix = agent_tag
+            b.text(prefix or "")
             b.entity("NAME", agent.first)
-        elif speaker == "Agent" and agent_style == 2:
-            b.text("Support (")
-            b.entity("NAME", agent.first)
-            b.text(")")
-        elif speaker == "Agent" and agent_style == 4:  # held out: the display name alone
-            b.entity("NAME", agent.first)
-            b.text(" (agent)")
+            b.text(suffix)
+        elif speaker == "Agent":
+            b.text("Support desk" if held_out else "Agent")
         else:
-            b.text(speaker)
+            b.text(customer_tag)
         b.text(": ")
         b.fill(template, ctx)
         b.text("\n")
@@ -400,7 +603,7 @@ def build(rng: Random, fake: Faker, min_chars: int, held_out: bool = False) -> t
         svc, host = pick(rng, svc_hosts)
         b.text("\n")
         b.fill(pick(rng, _LOG_HEADERS), {"svc": svc, "host": host})
-        lines = rng.sample(_LOG_LINES, rng.randrange(2, 6))
+        lines = rng.sample(log_lines, rng.randrange(2, 6))
         count = len(pii) if len(b) >= min_chars - closers_len else min(len(pii), rng.randrange(1, 4))
         for _ in range(count):
             lines.insert(rng.randrange(len(lines) + 1), pii.pop())
@@ -408,27 +611,39 @@ def build(rng: Random, fake: Faker, min_chars: int, held_out: bool = False) -> t
             log_line(line, svc, host)
         b.text("\n")
 
-    b = Builder()
+    b = Builder(rng if held_out else None)
+    if held_out:
+        preamble(b, rng)
     b.fill(pick(rng, _HEADERS), ctx)
-    # Agents named on every line add many entities, so those transcripts carry fewer others.
-    agent_style = 4 if novel(0.8) else rng.randrange(4)
-    named = agent_style in (1, 2, 4)
-    pii_logs = rng.sample(_PII_LOG_LINES, rng.randrange(3, 6) if named else rng.randrange(4, 9))
+    # Agents named on every line add many entities, so those transcripts carry fewer others. Eval
+    # agents are mostly named by their display name alone ('Amy (agent)').
+    chat_time = pick(rng, _EVAL_CHAT_TIMES) if held_out else "[%H:%M:%S] "
+    if held_out:
+        style = _AGENT_TAGS.eval[0]
+        assert style is not None
+        agent_tag = (vary(rng, style[0] or "").format(site=site), "") if rng.random() < 0.8 else None
+    else:
+        agent_tag = pick(rng, _AGENT_TAGS.train)
+    customer_tag = pick(rng, _CUSTOMER_TAGS.of(held_out))
+    named = agent_tag is not None
+    log_lines = (*_LOG_LINES_BY_PARTITION.eval, *_DECOY_LOG_LINES) if held_out else _LOG_LINES_BY_PARTITION.train
+    pii_logs = rng.sample(_PII_LOG_LINES.of(held_out), rng.randrange(3, 6) if named else rng.randrange(4, 9))
     if held_out:  # swap some log lines for held-out encodings
         swaps = rng.sample(_PII_LOG_LINES_HELD_OUT, min(len(pii_logs), rng.randrange(3, 6)))
         pii_logs = swaps + pii_logs[len(swaps) :]
         rng.shuffle(pii_logs)
-    verify = list(_VERIFY[:6])
+    asked = _VERIFY.of(held_out)
+    verify = list(asked[:6])
     rng.shuffle(verify)
-    verify += rng.sample(_VERIFY[6:], rng.randrange(1, 4) if named else rng.randrange(3, 7))
-    tech = list(_TECH)
+    verify += rng.sample(asked[6:], rng.randrange(1, 4) if named else rng.randrange(3, 7))
+    tech = [*_TECH, *_TECH_PII.of(held_out)]
     rng.shuffle(tech)
-    email = [pick(rng, _EMAILS)] if rng.random() < 0.5 else []
+    email = [pick(rng, _EMAILS.of(held_out))] if rng.random() < 0.5 else []
     extras = rng.sample(_LOOK_ALIKES, rng.randrange(5, 9) if held_out else rng.randrange(4, 8))
     split_phone = novel(0.5)
     if rng.random() < 0.4:
         b.fill(_BOT_OPENER, {**ctx, "time": tick(1, 30).strftime("%H:%M:%S")})
-    speaker, opener = pick(rng, _OPENERS_HELD_OUT if novel(0.9) else _OPENERS)
+    speaker, opener = pick(rng, _OPENERS.of(held_out))
     chat(speaker, opener)
     chat("Customer", pick(rng, _PROBLEMS))
     closers_len = 260
@@ -441,16 +656,24 @@ def build(rng: Random, fake: Faker, min_chars: int, held_out: bool = False) -> t
         elif verify and (roll < 0.75 or len(b) >= min_chars - closers_len):
             prompt, answer = verify.pop()
             chat("Agent", prompt)
-            if split_phone and answer == "{c_phone_x}":
+            if split_phone and "{c_phone_x}" in answer:
                 # Sent in two messages: each part is its own PHONE entity.
-                chat("Customer", "it's {c_phone_p1}")
-                chat("Customer", "{c_phone_p2} sorry, hit enter too soon")
+                if held_out:
+                    chat("Customer", "«@chat»{c_phone_p1}")
+                    chat(
+                        "Customer",
+                        "{c_phone_p2} «sorry|oops|argh|sry|whoops», «hit enter too soon|sent too early|"
+                        "fat fingers|pressed enter|typo»",
+                    )
+                else:
+                    chat("Customer", "number is {c_phone_p1}")
+                    chat("Customer", "{c_phone_p2} sorry, hit enter too soon")
             else:
                 chat("Customer", answer)
             if rng.random() < 0.4:
                 svc, host = pick(rng, svc_hosts)
                 b.text("    >> ")
-                log_line(pick(rng, _LOG_LINES), svc, host)
+                log_line(pick(rng, log_lines), svc, host)
         elif email and roll < 0.8:
             b.fill(email.pop(), ctx)
         elif tech and roll < 0.9:
@@ -459,8 +682,8 @@ def build(rng: Random, fake: Faker, min_chars: int, held_out: bool = False) -> t
         else:
             log_block([])
     b.text("\n")
-    for speaker, line in _CLOSERS:
+    for speaker, line in _CLOSERS.of(held_out):
         chat(speaker, line)
     while len(b) < min_chars:
-        log_line(pick(rng, _LOG_LINES), *pick(rng, svc_hosts))
+        log_line(pick(rng, log_lines), *pick(rng, svc_hosts))
     return b.result()
