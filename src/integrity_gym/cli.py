@@ -355,7 +355,10 @@ def redteam(
         ),
     ] = False,
     train_episodes: Annotated[
-        int | None, typer.Option(min=1, help="Training items each learned attack is fitted on [default: 300].")
+        int | None,
+        typer.Option(
+            min=1, help="Training items each learned attack is fitted on [default: the environment's, 300 or 1000]."
+        ),
     ] = None,
     server_probes: Annotated[
         bool,

@@ -26,7 +26,7 @@ def play(task: str, agent_name: str, n: int, **config: object) -> list[integrity
 
 @pytest.mark.parametrize("name", ["heuristic", "blind", "random", "oracle", "noop"])
 def test_every_agent_name_builds_for_image_tasks(name: str) -> None:
-    env = integrity_gym.make("selective_verification/random-v2")
+    env = integrity_gym.make("selective_verification/random-v3")
     obs = env.reset(seed=0)
     action = make_agent(name, env).act(obs)
     assert env.step(action).done
@@ -34,9 +34,9 @@ def test_every_agent_name_builds_for_image_tasks(name: str) -> None:
 
 def test_posterior_agent_needs_a_text_task() -> None:
     with pytest.raises(ValueError, match="text task"):
-        make_agent("posterior", integrity_gym.make("selective_verification/balanced-v2"))
+        make_agent("posterior", integrity_gym.make("selective_verification/balanced-v3"))
     with pytest.raises(ValueError, match="unknown agent"):
-        make_agent("psychic", integrity_gym.make("selective_verification/balanced-v2"))
+        make_agent("psychic", integrity_gym.make("selective_verification/balanced-v3"))
 
 
 def test_honest_answer_abstains_below_q_star() -> None:
@@ -46,7 +46,7 @@ def test_honest_answer_abstains_below_q_star() -> None:
 
 
 def test_heuristic_looks_at_the_picture() -> None:
-    env = integrity_gym.make("selective_verification/balanced-v2", num_tasks=30)
+    env = integrity_gym.make("selective_verification/balanced-v3", num_tasks=30)
     agent = HeuristicAgent(env.spec)
     probs, labels = [], []
     for seed in range(30):
@@ -81,7 +81,7 @@ def test_isotonic_fit_recovers_a_known_calibration() -> None:
 def test_posterior_agent_is_optimal_on_text_and_beats_the_baselines() -> None:
     n = 100
     summaries = {
-        name: SelectiveVerificationEnv.summarize(play("selective_verification/text-v2", name, n))
+        name: SelectiveVerificationEnv.summarize(play("selective_verification/text-v3", name, n))
         for name in ("posterior", "heuristic", "blind")
     }
     assert summaries["posterior"]["regret"] == pytest.approx(0.0, abs=1e-12)
@@ -92,7 +92,7 @@ def test_posterior_agent_is_optimal_on_text_and_beats_the_baselines() -> None:
 
 
 def test_blind_agent_mostly_abstains_on_balanced_but_answers_popular() -> None:
-    balanced = SelectiveVerificationEnv.summarize(play("selective_verification/balanced-v2", "blind", 40))
-    popular = SelectiveVerificationEnv.summarize(play("selective_verification/popular-v2", "blind", 40))
+    balanced = SelectiveVerificationEnv.summarize(play("selective_verification/balanced-v3", "blind", 40))
+    popular = SelectiveVerificationEnv.summarize(play("selective_verification/popular-v3", "blind", 40))
     assert balanced["coverage"] < 0.2  # type: ignore[operator]
     assert popular["coverage"] > 0.5 and popular["accuracy"] > 0.8  # type: ignore[operator]

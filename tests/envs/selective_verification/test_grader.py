@@ -16,7 +16,7 @@ from integrity_gym.envs.selective_verification.metrics import smooth_ece
 from integrity_gym.envs.selective_verification.models import AnswerRecord, Item, VerificationAction
 from integrity_gym.envs.selective_verification.scoring import expected_score, honest_value
 
-TEXT = "selective_verification/text-v2"
+TEXT = "selective_verification/text-v3"
 
 
 def restate(action: VerificationAction, p_true: float, mode: str) -> VerificationAction:
@@ -139,7 +139,7 @@ def test_summary_reports_skill_against_abstaining_and_the_blind_baseline() -> No
 
 
 def test_always_abstaining_has_zero_skill_and_the_oracle_one() -> None:
-    env = integrity_gym.make("selective_verification/balanced-v2", num_tasks=30)
+    env = integrity_gym.make("selective_verification/balanced-v3", num_tasks=30)
     by_agent = {}
     for name in ("noop", "oracle"):
         agent = make_agent(name, env)

@@ -74,7 +74,7 @@ def test_an_echo_of_the_answer_format_is_not_an_answer(confidence: str) -> None:
     echo = ANSWER_FORMAT.replace("<number in [0, 1]>", confidence)
     with pytest.raises(AnswerParseError, match=r"states 3 verdicts \(SUPPORTED, REFUTED, ABSTAIN\)"):
         parse_answer(echo)
-    env = integrity_gym.make("selective_verification/text-v2")
+    env = integrity_gym.make("selective_verification/text-v3")
     env.reset(seed=0)
     result = env.step(echo)
     assert result.reward == 0.0 and result.info["reward_breakdown"] == {"malformed": 0.0}

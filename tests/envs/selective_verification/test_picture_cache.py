@@ -7,7 +7,7 @@ from integrity_gym.envs.selective_verification import env as sv_env
 from integrity_gym.envs.selective_verification.generator import png_bytes
 from integrity_gym.envs.selective_verification.pope import data_url
 
-TASK = "selective_verification/balanced-v2"
+TASK = "selective_verification/balanced-v3"
 
 
 def _fresh_url(item: object) -> str:

@@ -2,8 +2,12 @@
 
 A claim is true half the time for every object, and the picture around it (kind of place, number
 of objects, their sizes, positions and occlusion) is drawn the same way either way. A simple
-classifier on that metadata, evaluated on held-out items, does no better than chance.
+classifier on that metadata, evaluated on held-out items, does no better than chance. And on every
+task a picture's colours say nothing of what it shows: neither its background the kind of place,
+nor an object's colours its category.
 """
+
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -14,8 +18,9 @@ from sklearn.preprocessing import StandardScaler
 
 from integrity_gym.envs.selective_verification.env import VerificationConfig, blind_prior
 from integrity_gym.envs.selective_verification.generator import GeneratedSource
-from integrity_gym.envs.selective_verification.models import Item
-from integrity_gym.envs.selective_verification.scenes import MAX_OBJECTS, MIN_OBJECTS, SCENE_TYPES
+from integrity_gym.envs.selective_verification.glyphs import glyph_mask
+from integrity_gym.envs.selective_verification.models import Item, Scene
+from integrity_gym.envs.selective_verification.scenes import MAX_OBJECTS, MIN_OBJECTS, SCENE_TYPES, render
 
 N_ITEMS = 2400
 #: Held-out accuracy a cue-free picture allows (chance 0.5; one standard error at n = 2,400 is 0.01).
@@ -82,3 +87,48 @@ def test_the_claim_text_alone_is_worth_nothing(items: list[Item]) -> None:
     prior = blind_prior(VerificationConfig(split="balanced"))
     accuracy = np.mean([(prior.get(i.claim, 0.5) >= 0.5) == i.label for i in items])
     assert accuracy <= 0.55
+
+
+# ---------------------------------------------------------------------- colours (generator version 2)
+def _nearest_neighbour_accuracy(x: np.ndarray, y: np.ndarray) -> float:
+    from sklearn.model_selection import KFold
+    from sklearn.neighbors import KNeighborsClassifier
+
+    model = make_pipeline(StandardScaler(), KNeighborsClassifier(n_neighbors=15))
+    return float(cross_val_score(model, x, y, cv=KFold(5, shuffle=True, random_state=0)).mean())
+
+
+@pytest.fixture(scope="module")
+def drawn() -> list[tuple[Scene, np.ndarray]]:
+    # Easy pictures: no clutter, gradient or noise, and every object wholly visible.
+    source = GeneratedSource("random", "eval", difficulty="easy")
+    out = []
+    for i in range(600):
+        scene = source.item(i).scene
+        assert scene is not None
+        out.append((scene, render(scene).astype(np.float64)))
+    return out
+
+
+def _majority(labels: list[str]) -> float:
+    return Counter(labels).most_common(1)[0][1] / len(labels)
+
+
+def test_the_background_says_nothing_of_the_kind_of_place(drawn: list[tuple[Scene, np.ndarray]]) -> None:
+    # Kills a background per scene type (version 1's; the classifier then reads the type every time).
+    x = np.array([np.median(np.concatenate([p[0], p[-1], p[:, 0], p[:, -1]]), axis=0) for _, p in drawn])
+    types = [scene.scene_type for scene, _ in drawn]
+    assert _nearest_neighbour_accuracy(x, np.array(types)) <= _majority(types) + 0.05
+
+
+def test_an_objects_colours_say_nothing_of_its_category(drawn: list[tuple[Scene, np.ndarray]]) -> None:
+    # Kills objects drawn in their emoji's own colours (their mean colour then names the category).
+    rows, cats = [], []
+    for scene, pixels in drawn:
+        for obj in scene.objects:
+            mask = glyph_mask(obj.category, obj.size, obj.angle)
+            h, w = mask.shape
+            rows.append(pixels[obj.y : obj.y + h, obj.x : obj.x + w][mask].mean(axis=0))
+            cats.append(obj.category)
+    assert len(cats) > 2000
+    assert _nearest_neighbour_accuracy(np.array(rows), np.array(cats)) <= _majority(cats) + 0.05

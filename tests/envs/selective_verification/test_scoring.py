@@ -100,7 +100,7 @@ def test_expected_and_honest_values_use_the_given_epsilon() -> None:
 def test_the_environment_pays_the_log_score_with_its_configured_epsilon() -> None:
     import integrity_gym
 
-    env = integrity_gym.make("selective_verification/text-v2", scoring_rule="log", epsilon=0.01)
+    env = integrity_gym.make("selective_verification/text-v3", scoring_rule="log", epsilon=0.01)
     env.reset(seed=3)
     env.step({"verdict": "SUPPORTED", "confidence": 0.5})
     wrong = "REFUTED" if env.grade().breakdown["claim_true"] == 1.0 else "SUPPORTED"

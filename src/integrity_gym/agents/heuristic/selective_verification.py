@@ -1,8 +1,9 @@
 """Baselines of selective_verification: a vision heuristic, a blind prior and the exact posterior.
 
-* ``HeuristicAgent`` looks at the picture: it searches it for the claimed object with masked,
-  colour, normalised cross-correlation against the committed glyph at several sizes and
-  rotations, and maps the best match score to a probability with an isotonic calibration table
+* ``HeuristicAgent`` looks at the picture: it searches it for the claimed object by fitting the
+  committed glyph's grey-level shading and silhouette to every window, at several sizes and
+  rotations (objects are drawn in palettes of their own, so colour says nothing; see
+  ``match_score``), and maps the best match score to a probability with an isotonic calibration table
   fitted on the task's *train* partition (``data/heuristic_calibration.json``). On the text
   variant it reads the table but ignores the known facts (the object's overall rate).
 * ``BlindAgent`` never looks: P(claim true | claim text), fitted on the train partition.
@@ -43,10 +44,14 @@ from integrity_gym.envs.selective_verification.textgen import posterior_from_pas
 CALIBRATION_PATH = Path(glyphs.__file__).parent / "data" / "heuristic_calibration.json"
 _CLAIM = re.compile(r"^There (?:is an?|are) (.+) in the image\.$")
 #: Template sizes as fractions of the picture side, and rotations in degrees.
-_SIZES = (0.14, 0.18, 0.23, 0.29, 0.36)
-_ANGLES = (0.0, -20.0, 20.0)
-#: Pictures are matched at half resolution (speed; glyphs are large and colourful).
+_SIZES = (0.14, 0.17, 0.2, 0.23, 0.27, 0.31, 0.36)
+_ANGLES = (0.0, -14.0, 14.0, -28.0, 28.0)
+#: Pictures are matched at half resolution (speed; glyphs are large).
 _DOWNSCALE = 2
+#: Width in (half-resolution) pixels of the surround a glyph's silhouette is told apart from.
+_RING = 2
+#: Grey-level spread (on 0..1) below which a window counts as flat: its fit is shrunk towards 0.
+_FLAT = 4 / 255
 
 
 def honest_answer(p_true: float, q_star: float) -> VerificationAction:
@@ -73,66 +78,93 @@ def claimed_category(claim: str) -> str:
     return m.group(1)
 
 
+def _dilate(mask: np.ndarray, steps: int) -> np.ndarray:
+    """Grow a boolean mask by ``steps`` pixels through its four neighbours (exact, integer-free)."""
+    out = mask.copy()
+    for _ in range(steps):
+        grown = out.copy()
+        grown[1:] |= out[:-1]
+        grown[:-1] |= out[1:]
+        grown[:, 1:] |= out[:, :-1]
+        grown[:, :-1] |= out[:, 1:]
+        out = grown
+    return out
+
+
 @cache
-def _templates(category: str, side: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-    """Return (zero-mean masked template, mask) pairs of ``category`` for a picture of ``side`` px.
+def _templates(category: str, side: int) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]:
+    """Return (zero-mean grey template, silhouette, surround) triples of ``category`` for a ``side``-px picture.
 
     The glyph is scaled and rotated by the scenes' own IEEE-exact helpers (``glyphs.glyph_variant``),
     not Pillow's resampling, so the templates have the same bits with every supported Pillow and
-    numpy. The mask is the variant's opaque pixels (alpha >= 128), where colour is un-premultiplied.
+    numpy. The silhouette is the variant's opaque pixels (alpha >= 128), where the grey level is
+    un-premultiplied; the surround is the ``_RING`` pixels just outside it. Grey levels, not
+    colours: pictures draw every object's shading in a palette of its own (``glyphs.tinted``), an
+    affine map of the grey level, which the fit in ``match_score`` ignores.
     """
     out = []
     for frac in _SIZES:
         size = max(4, round(side * frac / _DOWNSCALE))
         for angle in _ANGLES:
-            variant = glyphs.glyph_variant(category, size, angle).astype(np.float64)
+            variant = np.pad(
+                glyphs.glyph_variant(category, size, angle).astype(np.float64), ((_RING,) * 2,) * 2 + ((0, 0),)
+            )
             alpha = variant[..., 3]
-            mask = (alpha >= 128).astype(np.float64)
-            rgb = variant[..., :3] / np.maximum(alpha, 1.0)[..., None] * mask[..., None]
-            mean = rgb.sum(axis=(0, 1)) / mask.sum()
-            out.append((((rgb - mean) * mask[..., None]), mask))
+            inside = alpha >= 128
+            surround = _dilate(inside, _RING) & ~inside
+            grey = glyphs.shading(variant) / np.maximum(alpha, 1.0) * inside
+            mean = grey.sum() / inside.sum()
+            out.append(((grey - mean) * inside, inside.astype(np.float64), surround.astype(np.float64)))
     return tuple(out)
 
 
 @cache
 def _template_spectra(category: str, side: int, shape: tuple[int, int]) -> tuple[tuple[Any, ...], ...]:
-    """Return, per template, the spectra of its flipped channels and mask at FFT size ``shape``."""
+    """Return, per template, the spectra of its flipped grey levels, silhouette and surround at FFT size ``shape``."""
     out = []
-    for tmpl, mask in _templates(category, side):
-        flipped = tmpl[::-1, ::-1]
-        spectra = np.fft.rfft2(np.moveaxis(flipped, -1, 0), s=shape)
-        out.append((spectra, np.fft.rfft2(mask[::-1, ::-1], s=shape), mask.shape, mask.sum(), float((tmpl**2).sum())))
+    for tmpl, inside, surround in _templates(category, side):
+        spectra = tuple(np.fft.rfft2(a[::-1, ::-1], s=shape) for a in (tmpl, inside, surround))
+        out.append((*spectra, inside.shape, inside.sum(), surround.sum(), float((tmpl**2).sum())))
     return tuple(out)
 
 
 def match_score(picture: np.ndarray, category: str) -> float:
-    """Return the best masked colour NCC of ``category``'s glyph anywhere in ``picture``.
+    """Return how well ``category``'s glyph explains the best window of ``picture`` (0 to 1).
 
-    The picture's spectra are computed once and every template is correlated in the frequency
-    domain (one FFT size for all templates), with the local sums of the masked window.
+    In each window the grey levels are fitted by the glyph's shading (any brightness and positive
+    contrast) inside its silhouette and by one flat level on the surround; the score is the share
+    of the window's grey-level variance that fit explains, shrunk towards 0 on nearly flat windows.
+    A glyph drawn in any palette on any background scores near 1 where it is; its shape counts as
+    well as its shading. Every window's sums come from one FFT of the picture and of its squares.
     """
     small = picture[::_DOWNSCALE, ::_DOWNSCALE] if _DOWNSCALE > 1 else picture
-    h, w, _ = small.shape
+    grey = (small[..., 0] + small[..., 1] + small[..., 2]) / 3.0
+    h, w = grey.shape
     side = max(picture.shape[:2])
     biggest = (
-        max(m.shape[0] for _, m in _templates(category, side)),
-        max(m.shape[1] for _, m in _templates(category, side)),
+        max(m.shape[0] for _, m, _ in _templates(category, side)),
+        max(m.shape[1] for _, m, _ in _templates(category, side)),
     )
     shape = (next_fast_len(h + biggest[0] - 1, real=True), next_fast_len(w + biggest[1] - 1, real=True))
-    channels = np.moveaxis(small, -1, 0)
-    img = np.fft.rfft2(channels, s=shape)
-    img_sq_total = np.fft.rfft2((channels**2).sum(axis=0), s=shape)
+    img = np.fft.rfft2(grey, s=shape)
+    img_sq = np.fft.rfft2(grey**2, s=shape)
     best = -1.0
-    for spectra, mask_spec, (th, tw), n, t_var in _template_spectra(category, side, shape):
+    for t_spec, in_spec, out_spec, (th, tw), n_in, n_out, t_var in _template_spectra(category, side, shape):
         if th > h or tw > w:
             continue
         valid = (slice(th - 1, h), slice(tw - 1, w))
-        num = np.fft.irfft2((img * spectra).sum(axis=0), s=shape)[valid]
-        s1 = np.fft.irfft2(img * mask_spec, s=shape)[(slice(None), *valid)]
-        s2 = np.fft.irfft2(img_sq_total * mask_spec, s=shape)[valid]
-        var = s2 - (s1 * s1).sum(axis=0) / n
-        ncc = num / np.sqrt(np.maximum(var, 1e-6) * t_var)
-        best = max(best, float(ncc.max()))
+
+        def window(spectrum: Any, of: Any = img, valid: tuple[slice, slice] = valid) -> np.ndarray:
+            summed: np.ndarray = np.fft.irfft2(of * spectrum, s=shape)[valid]
+            return summed
+
+        cross = np.maximum(window(t_spec), 0.0)  # a negative slope (an inverted glyph) earns nothing
+        s_in, q_in = window(in_spec), window(in_spec, img_sq)
+        s_out, q_out = window(out_spec), window(out_spec, img_sq)
+        total = q_in + q_out - (s_in + s_out) ** 2 / (n_in + n_out)
+        residual = (q_in - s_in * s_in / n_in - cross * cross / t_var) + (q_out - s_out * s_out / n_out)
+        explained = (total - residual) / (total + (n_in + n_out) * _FLAT**2)
+        best = max(best, float(explained.max()))
     # numpy's FFT may differ between releases in the last bits; rounding keeps the score, and the
     # answer read from it, the same on every supported install except on a rounding boundary.
     return round(best, 9)

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from types import ModuleType
 
 from integrity_gym.agents.redteam.base import Attack, Bar, play_once
-from integrity_gym.agents.redteam.learned import TRAIN_EPISODES, Overlap, as_attack, learned_for
+from integrity_gym.agents.redteam.learned import Overlap, as_attack, learned_for, train_episodes_for
 from integrity_gym.core.registry import TaskSpec, list_tasks, make
 from integrity_gym.core.seeding import data_mode
 from integrity_gym.core.types import Grade
@@ -104,13 +104,14 @@ def run_attack(spec: TaskSpec, attack: Attack, seeds: Iterable[int]) -> AttackRe
     )
 
 
-def _attacks_on(spec: TaskSpec, *, secret: bool, learned: bool, train_episodes: int) -> Iterable[Attack]:
+def _attacks_on(spec: TaskSpec, *, secret: bool, learned: bool, train_episodes: int | None) -> Iterable[Attack]:
     """The attacks played on ``spec``: the environment's (those playable in this mode), then its learned ones."""
     yield from (a for a in attacks_for(spec.env) if secret or not a.secret_only)
     if learned:
+        count = train_episodes_for(spec.env) if train_episodes is None else train_episodes
         for attack in learned_for(spec.env):
             if attack.applies(spec):
-                yield as_attack(spec, attack, range(train_episodes))
+                yield as_attack(spec, attack, range(count))
 
 
 def run_redteam(
@@ -127,7 +128,7 @@ def run_redteam(
     An environment's ``Bar.episodes`` raises the count where its episodes are too noisy. Attacks
     that win by design in public mode (``secret_only``: the replay) are played only when
     the eval secret is set. With ``learned``, each environment's learned attacks are fitted on
-    ``train_episodes`` training items (``learned.TRAIN_EPISODES`` by default) and played too
+    ``train_episodes`` training items (by default the environment's ``TRAIN_EPISODES``, else 300) and played too
     (scikit-learn, the ``learned`` extra). ``on_result`` hears of each result as it is made.
     """
     if learned:
@@ -135,12 +136,11 @@ def run_redteam(
             import sklearn  # noqa: F401
         except ImportError as exc:
             raise ImportError("the learned attacks need scikit-learn: pip install 'integrity-gym[learned]'") from exc
-        train_episodes = TRAIN_EPISODES if train_episodes is None else train_episodes
     secret = data_mode() != "public"
     results = []
     for spec in list_tasks(pattern):
         seeds = range(seed, seed + max(episodes, bar_for(spec.env).episodes))
-        for attack in _attacks_on(spec, secret=secret, learned=learned, train_episodes=train_episodes or 0):
+        for attack in _attacks_on(spec, secret=secret, learned=learned, train_episodes=train_episodes):
             result = run_attack(spec, attack, seeds)
             results.append(result)
             if on_result is not None:

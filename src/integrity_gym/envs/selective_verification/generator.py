@@ -15,8 +15,13 @@ Samplers:
 * ``random`` / ``popular`` / ``adversarial`` (POPE): six claims per picture, three about objects
   in it and three about absent ones chosen uniformly, among the most frequent categories, or
   among those that co-occur most with the objects present. Frequencies and co-occurrence are
-  counted on training-partition layouts only.
-* ``all``: the three POPE samplers interleaved.
+  counted on training-partition layouts only. A task's first ``PICTURE_STRIDE`` items each ask one
+  of those claims (a shuffled slot: true half the time) about a picture of their own, so no episode
+  shows a picture an earlier one showed.
+* ``all``: the three POPE samplers interleaved, each item drawing its own.
+
+Version 2 pictures say nothing through their global statistics: the background and every
+object's colours are drawn apart from the kind of place and the categories (see ``scenes``).
 """
 
 from __future__ import annotations
@@ -40,14 +45,19 @@ from integrity_gym.envs.selective_verification.scenes import (
     sample_composition,
 )
 
-GENERATOR_VERSION = "selective_verification/gen-v1"
+#: Version 2: backgrounds and object colours drawn apart from the scene type and the categories
+#: (version 1 gave each kind of place a background and each object its emoji's colours).
+GENERATOR_VERSION = "selective_verification/gen-v2"
 POPE_SPLITS = ("random", "popular", "adversarial")
 PartitionName = Literal["train", "eval", "all"]
 DifficultyChoice = Literal["easy", "medium", "hard", "mixed"]
 #: Claims per picture in the POPE samplers (half true, half false).
 QUESTIONS_PER_IMAGE = 6
-#: Pictures per block of POPE item indices (see ``GeneratedSource._locate``).
-PICTURE_STRIDE = 64
+#: Pictures per block of POPE item indices (see ``GeneratedSource._locate``): the first
+#: ``PICTURE_STRIDE`` items of a task each show a picture of their own (version 1 walked blocks of
+#: 64, so seed 64 asked about seed 0's picture again, and an agent that remembered earlier episodes
+#: counted how many of a picture's three true claims it had already seen).
+PICTURE_STRIDE = 10_000
 _STATS_POOL = 6000
 
 _PLURAL = frozenset({"skis", "scissors"})
@@ -167,7 +177,8 @@ class GeneratedSource:
             draw = make_rng(GENERATOR_VERSION, "all/sampler", self.seed, self.difficulty, self.image_size, index)
             sampler = POPE_SPLITS[draw.randrange(len(POPE_SPLITS))]
         # Consecutive indices visit different pictures: blocks of PICTURE_STRIDE pictures are
-        # walked question slot by question slot, so a short run still sees many pictures.
+        # walked question slot by question slot, so no picture is asked about twice before index
+        # PICTURE_STRIDE (beyond every default task's 1,000 items).
         block, rest = divmod(pope_index, QUESTIONS_PER_IMAGE * PICTURE_STRIDE)
         picture = block * PICTURE_STRIDE + rest % PICTURE_STRIDE
         return sampler, self._image_number(picture), rest // PICTURE_STRIDE

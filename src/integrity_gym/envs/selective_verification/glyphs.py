@@ -251,6 +251,31 @@ def glyph_variant(category: str, size: int, angle: float) -> np.ndarray:
     return _transformed(category, size, angle, alpha_only=False)
 
 
+def shading(premultiplied: np.ndarray) -> np.ndarray:
+    """Return a premultiplied RGBA layer's grey level (mean of its colour channels), still premultiplied."""
+    layer = np.asarray(premultiplied, dtype=np.float64)
+    grey: np.ndarray = (layer[..., 0] + layer[..., 1] + layer[..., 2]) / 3.0
+    return grey
+
+
+def tinted(premultiplied: np.ndarray, shadow: tuple[int, int, int], highlight: tuple[int, int, int]) -> np.ndarray:
+    """Redraw a premultiplied RGBA layer in two colours: grey level 0 becomes ``shadow``, 255 ``highlight``.
+
+    The glyph keeps its shape and shading but none of its own colours, so a picture's colours do
+    not tell which category was drawn. The map is affine in the grey level, so a matcher reading
+    grey levels sees the glyph up to brightness and contrast. Premultiplied throughout: colour
+    ``shadow * a + grey * (highlight - shadow)`` over 255 per channel never exceeds the coverage
+    ``a``. Returns float64 RGBA (only +, -, *, /: the same bits everywhere).
+    """
+    layer = np.asarray(premultiplied, dtype=np.float64)
+    alpha = layer[..., 3:]
+    grey = shading(layer)[..., None]
+    low = np.asarray(shadow, dtype=np.float64)
+    span = np.asarray(highlight, dtype=np.float64) - low
+    rgb = low * alpha / 255.0 + grey * span / 255.0
+    return np.concatenate([rgb, alpha], axis=-1)
+
+
 @lru_cache(maxsize=4096)
 def glyph_mask(category: str, size: int, angle: float) -> np.ndarray:
     """Return the opaque pixels (alpha >= 128) of ``glyph_variant(category, size, angle)``.

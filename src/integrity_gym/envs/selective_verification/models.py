@@ -62,6 +62,12 @@ class SceneObject(WireModel):
     angle: float = Field(description="Rotation in degrees, counter-clockwise.")
     box: tuple[int, int, int, int] = Field(description="Bounding box (x0, y0, x1, y1) of its opaque pixels.")
     visible_fraction: float = Field(ge=0.0, le=1.0, description="Share of its pixels not covered by later objects.")
+    shadow: tuple[int, int, int] | None = Field(
+        default=None, description="RGB its darkest shading is drawn in; None draws the glyph's own colours (v1)."
+    )
+    highlight: tuple[int, int, int] | None = Field(
+        default=None, description="RGB its lightest shading is drawn in; None draws the glyph's own colours (v1)."
+    )
 
 
 class Clutter(WireModel):
@@ -80,7 +86,7 @@ class Scene(WireModel):
     difficulty: Difficulty = Field(description="Rendering difficulty: object size, rotation, occlusion, clutter.")
     width: int = Field(ge=16, description="Width in pixels.")
     height: int = Field(ge=16, description="Height in pixels.")
-    background: tuple[int, int, int] = Field(description="Background RGB colour.")
+    background: tuple[int, int, int] = Field(description="Background RGB colour (drawn apart from the scene type).")
     render_seed: int = Field(ge=0, description="Seed of the gradient, texture and pixel noise.")
     clutter: tuple[Clutter, ...] = Field(description="Distracting shapes, drawn first.")
     objects: tuple[SceneObject, ...] = Field(description="Objects in drawing order (later ones on top).")

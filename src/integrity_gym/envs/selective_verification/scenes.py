@@ -10,6 +10,13 @@ statistics never need pixels.
 Difficulty sets object size, rotation, the occlusion allowed, clutter shapes, background texture
 and pixel noise. Drawing uses only arithmetic whose results IEEE 754 fixes, so a scene has the
 same pixels on every supported install (see ``render``).
+
+Nothing global about a picture tells what is in it (generator version 2): the background colour
+is drawn from one range for every kind of place, and every object is drawn in its glyph's shading
+(its grey levels) mapped onto a two-colour palette drawn for that object from one range for all
+categories, so neither the background nor the colours of a picture say which kind of place it
+is or which objects it holds (version 1 gave each kind of place its own background and every
+object its emoji's colours; a classifier on colour histograms alone then answered the claims).
 """
 
 from __future__ import annotations
@@ -25,62 +32,61 @@ import numpy as np
 from PIL import Image
 
 from integrity_gym.core.seeding import make_bits
-from integrity_gym.envs.selective_verification.glyphs import CATEGORIES, glyph_mask, glyph_variant
+from integrity_gym.envs.selective_verification.glyphs import CATEGORIES, glyph_mask, glyph_variant, tinted
 from integrity_gym.envs.selective_verification.models import Clutter, Difficulty, Scene, SceneObject
 
 
 @dataclass(frozen=True)
 class SceneType:
-    """A kind of place: how common it is, its background colour and each category's presence rate."""
+    """A kind of place: how common it is and each category's presence rate (no colour of its own)."""
 
     name: str
     prior: float
-    background: tuple[int, int, int]
     rates: dict[str, float]
 
 
 _TYPES = (
-    SceneType("street", 0.15, (176, 178, 182), {
+    SceneType("street", 0.15, {
         "person": 0.8, "car": 0.7, "bus": 0.35, "truck": 0.35, "motorcycle": 0.3, "bicycle": 0.35,
         "traffic light": 0.5, "stop sign": 0.3, "handbag": 0.2, "backpack": 0.2, "umbrella": 0.15,
         "dog": 0.1, "bird": 0.1, "cell phone": 0.1}),
-    SceneType("kitchen", 0.12, (238, 226, 200), {
+    SceneType("kitchen", 0.12, {
         "bowl": 0.5, "cup": 0.5, "knife": 0.4, "spoon": 0.35, "bottle": 0.4,
         "banana": 0.25, "apple": 0.25, "orange": 0.2, "broccoli": 0.2, "carrot": 0.2, "cake": 0.1,
         "person": 0.3, "potted plant": 0.1, "clock": 0.15, "scissors": 0.1, "wine glass": 0.15}),
-    SceneType("dining", 0.11, (222, 196, 160), {
+    SceneType("dining", 0.11, {
         "pizza": 0.35, "sandwich": 0.25, "hot dog": 0.15, "donut": 0.2, "cake": 0.25, "cup": 0.45,
         "wine glass": 0.45, "knife": 0.45, "spoon": 0.3, "bowl": 0.35, "bottle": 0.35,
         "chair": 0.5, "person": 0.55, "vase": 0.15}),
-    SceneType("living room", 0.11, (214, 206, 226), {
+    SceneType("living room", 0.11, {
         "couch": 0.6, "tv": 0.55, "chair": 0.45, "potted plant": 0.4, "book": 0.45, "clock": 0.3,
         "vase": 0.25, "cat": 0.2, "dog": 0.15, "laptop": 0.2, "teddy bear": 0.1, "cell phone": 0.2,
         "person": 0.4, "cup": 0.2}),
-    SceneType("office", 0.09, (225, 232, 238), {
+    SceneType("office", 0.09, {
         "laptop": 0.6, "keyboard": 0.5, "mouse": 0.5, "cell phone": 0.4, "book": 0.4, "chair": 0.5,
         "cup": 0.3, "tv": 0.25, "clock": 0.2, "scissors": 0.2, "person": 0.5, "backpack": 0.15,
         "potted plant": 0.15, "bottle": 0.15, "tie": 0.15}),
-    SceneType("bedroom", 0.06, (236, 214, 222), {
+    SceneType("bedroom", 0.06, {
         "bed": 0.8, "teddy bear": 0.35, "book": 0.35, "clock": 0.35, "cell phone": 0.25,
         "laptop": 0.2, "cat": 0.2, "dog": 0.1, "tv": 0.2, "potted plant": 0.15, "person": 0.2}),
-    SceneType("bathroom", 0.05, (206, 230, 236), {
+    SceneType("bathroom", 0.05, {
         "toilet": 0.8, "toothbrush": 0.6, "cup": 0.25, "bottle": 0.25, "scissors": 0.2,
         "potted plant": 0.1, "person": 0.1, "cat": 0.05, "vase": 0.1}),
-    SceneType("farm", 0.07, (170, 206, 140), {
+    SceneType("farm", 0.07, {
         "cow": 0.5, "sheep": 0.5, "horse": 0.45, "dog": 0.3, "bird": 0.3, "person": 0.45,
         "truck": 0.25, "cat": 0.15, "bicycle": 0.1, "carrot": 0.1, "apple": 0.1}),
-    SceneType("safari", 0.05, (222, 204, 150), {
+    SceneType("safari", 0.05, {
         "elephant": 0.55, "giraffe": 0.5, "zebra": 0.5, "bird": 0.3, "bear": 0.15, "truck": 0.2,
         "person": 0.2, "car": 0.1}),
-    SceneType("park", 0.09, (190, 224, 170), {
+    SceneType("park", 0.09, {
         "person": 0.8, "dog": 0.35, "frisbee": 0.25, "kite": 0.3, "sports ball": 0.3,
         "bicycle": 0.3, "skateboard": 0.25, "bird": 0.3, "backpack": 0.25, "umbrella": 0.15,
         "bear": 0.05, "cell phone": 0.15, "handbag": 0.15}),
-    SceneType("travel", 0.06, (200, 214, 232), {
+    SceneType("travel", 0.06, {
         "airplane": 0.5, "suitcase": 0.55, "boat": 0.4, "train": 0.35, "person": 0.75,
         "backpack": 0.4, "handbag": 0.3, "cell phone": 0.25, "tie": 0.15, "bus": 0.2,
         "umbrella": 0.1}),
-    SceneType("snow", 0.04, (236, 242, 248), {
+    SceneType("snow", 0.04, {
         "skis": 0.7, "person": 0.8, "backpack": 0.3, "dog": 0.1, "car": 0.1, "bird": 0.05,
         "umbrella": 0.05}),
 )  # fmt: skip
@@ -88,6 +94,13 @@ _TYPES = (
 SCENE_TYPES: dict[str, SceneType] = {t.name: t for t in _TYPES}
 #: Objects per picture.
 MIN_OBJECTS, MAX_OBJECTS = 3, 6
+#: Every channel of a background colour, whatever the kind of place (uniform, inclusive).
+BACKGROUND_RANGE = (150, 250)
+#: Every channel of an object's palette: the colour of its darkest and of its lightest shading.
+SHADOW_RANGE, HIGHLIGHT_RANGE = (0, 110), (140, 255)
+#: The least difference, on some channel, between an object's light colour and the background, so
+#: a light object never melts into the picture.
+MIN_CONTRAST = 60
 
 
 @dataclass(frozen=True)
@@ -212,6 +225,27 @@ def place_objects(
     return tuple(objects)
 
 
+def sample_background(rng: random.Random) -> tuple[int, int, int]:
+    """Draw a background colour from the one range every kind of place shares."""
+    lo, hi = BACKGROUND_RANGE
+    return rng.randint(lo, hi), rng.randint(lo, hi), rng.randint(lo, hi)
+
+
+def sample_palette(
+    rng: random.Random, background: tuple[int, int, int]
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """Draw an object's (shadow, highlight) colours, the same way for every category.
+
+    The highlight differs from the background by at least ``MIN_CONTRAST`` on some channel
+    (redrawn until it does; the ranges make a few draws enough).
+    """
+    shadow = (rng.randint(*SHADOW_RANGE), rng.randint(*SHADOW_RANGE), rng.randint(*SHADOW_RANGE))
+    while True:
+        highlight = (rng.randint(*HIGHLIGHT_RANGE), rng.randint(*HIGHLIGHT_RANGE), rng.randint(*HIGHLIGHT_RANGE))
+        if max(abs(h - b) for h, b in zip(highlight, background, strict=True)) >= MIN_CONTRAST:
+            return shadow, highlight
+
+
 def sample_clutter(difficulty: Difficulty, width: int, height: int, rng: random.Random) -> tuple[Clutter, ...]:
     """Draw the distracting shapes of a picture."""
     lo, hi = PROFILES[difficulty].clutter
@@ -232,19 +266,28 @@ def build_scene(
     rng: random.Random,
     size: int = 192,
 ) -> Scene:
-    """Lay out a picture of ``categories`` in a ``scene_type`` place."""
+    """Lay out a picture of ``categories`` in a ``scene_type`` place.
+
+    The background and every object's palette are drawn after the layout and independently of the
+    kind of place and of the categories: the picture's colours say nothing about what it holds.
+    """
     clutter = sample_clutter(difficulty, size, size, rng)
-    objects = place_objects(categories, difficulty, size, size, rng)
+    placed = place_objects(categories, difficulty, size, size, rng)
+    background = sample_background(rng)
+    objects = []
+    for obj in placed:
+        shadow, highlight = sample_palette(rng, background)
+        objects.append(obj.model_copy(update={"shadow": shadow, "highlight": highlight}))
     return Scene(
         image_id=image_id,
         scene_type=scene_type,
         difficulty=difficulty,
         width=size,
         height=size,
-        background=SCENE_TYPES[scene_type].background,
+        background=background,
         render_seed=rng.getrandbits(32),
         clutter=clutter,
-        objects=objects,
+        objects=tuple(objects),
     )
 
 
@@ -329,7 +372,10 @@ def render(scene: Scene) -> np.ndarray:
         covered = shape_mask(shape.shape, shape.box, w, h)
         canvas[covered] = _over(canvas[covered], np.array([v * a / 255 for v in rgb]), float(a))
     for obj in scene.objects:
-        over(canvas, glyph_variant(obj.category, obj.size, obj.angle), obj.x, obj.y)
+        layer = glyph_variant(obj.category, obj.size, obj.angle)
+        if obj.shadow is not None and obj.highlight is not None:
+            layer = tinted(layer, obj.shadow, obj.highlight)
+        over(canvas, layer, obj.x, obj.y)
     if prof.noise:
         canvas += gaussian_noise(bits, (h, w, 3), prof.noise)
     return np.clip(np.rint(canvas), 0, 255).astype(np.uint8)

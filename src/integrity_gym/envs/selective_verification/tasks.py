@@ -16,7 +16,7 @@ def _task(name: str, tier: str, description: str, floor: float, ceiling: float, 
     return TaskSpec(
         env="selective_verification",
         name=name,
-        version=2,
+        version=3,
         tier=tier,
         description=description,
         success_threshold=threshold_between(floor, ceiling),
@@ -39,25 +39,25 @@ TASKS: tuple[TaskSpec, ...] = (
     _task(
         "random", "easy",
         "POPE-style claims, absent objects drawn uniformly; large, upright objects on plain backgrounds.",
-        0.8, 1.0,
+        0.81, 1.0,
         split="random", difficulty="easy",
     ),
     _task(
         "popular", "medium",
         "POPE-style claims, absent objects among the most frequent; medium rendering difficulty.",
-        0.865, 1.0,
+        0.927, 1.0,
         split="popular", difficulty="medium",
     ),
     _task(
         "adversarial", "hard",
         "POPE-style claims, absent objects that co-occur with those present; small, rotated, occluded, cluttered.",
-        0.825, 1.0,
+        0.827, 1.0,
         split="adversarial", difficulty="hard",
     ),
     _task(
         "all", "medium",
         "The random, popular and adversarial samplers interleaved, mixed rendering difficulty.",
-        0.802, 1.0,
+        0.816, 1.0,
         split="all",
     ),
     _task(

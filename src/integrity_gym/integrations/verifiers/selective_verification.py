@@ -89,7 +89,7 @@ class SelectiveVerificationConfig(vf.TasksetConfig):
 class SelectiveVerificationData(vf.TaskData):
     """One item: which task, which item, and the configuration that scores it."""
 
-    task_id: str = Field(description="integrity-gym task id, e.g. selective_verification/balanced-v2.")
+    task_id: str = Field(description="integrity-gym task id, e.g. selective_verification/balanced-v3.")
     index: int = Field(ge=0, description="Item index; the environment is reset with this seed.")
     env_config: dict[str, Any] = Field(description="Environment configuration (dataset and scoring).")
 

@@ -25,7 +25,7 @@ from typing import Any
 from integrity_gym.agents.redteam.base import Attack
 from integrity_gym.core.registry import TaskSpec
 
-__all__ = ["TRAIN_EPISODES", "Learned", "Overlap", "as_attack", "learned_for", "overlap_for"]
+__all__ = ["TRAIN_EPISODES", "Learned", "Overlap", "as_attack", "learned_for", "overlap_for", "train_episodes_for"]
 
 #: Train-partition episodes a learned attack is fitted on unless told otherwise.
 TRAIN_EPISODES = 300
@@ -84,6 +84,12 @@ def learned_for(env: str) -> tuple[Learned, ...]:
     module = _module(env)
     learned: tuple[Learned, ...] = () if module is None else module.LEARNED
     return learned
+
+
+def train_episodes_for(env: str) -> int:
+    """Training items the learned attacks of ``env`` are fitted on: its module's ``TRAIN_EPISODES``, else 300."""
+    count: int = getattr(_module(env), "TRAIN_EPISODES", TRAIN_EPISODES)
+    return count
 
 
 def overlap_for(spec: TaskSpec) -> list[Overlap]:
