@@ -289,5 +289,6 @@ def test_a_cut_off_episode_and_its_model_use_are_shown(
     page.locator("#episodes tbody tr").first.click()
     page.wait_for_selector(".run-col")
     assert "stopped by the step cap" in page.inner_text(".run-col")
-    assert page.inner_text("#run0-usage") == "2 model calls · 1234 prompt + 56 completion tokens · 3.2 s waiting for the model"
+    usage = "2 model calls · 1234 prompt + 56 completion tokens · 3.2 s waiting for the model"
+    assert page.inner_text("#run0-usage") == usage
     watched.shot("viewer-cut-and-usage")
