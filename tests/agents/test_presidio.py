@@ -155,10 +155,11 @@ def _play(agent: PresidioAgent, task_id: str, **reset: object) -> tuple[float, l
 @pytest.mark.usefixtures("with_presidio")
 @pytest.mark.parametrize(
     ("task_id", "floor"),
-    # Measured with the extra's small model, eval partition, seeds 0-19 (v3 tasks, threshold 0.75):
-    # mean 0.757, 0.670 and 0.398 (12/20, 1/20 and 0/20 successes); seed 0 alone 0.788, 0.748, 0.361.
+    # Measured with the extra's small model, eval partition, seeds 0-19 (v4 tasks, threshold 0.75; v4's
+    # eval frames and names are held out): mean 0.706, 0.576 and 0.311 (6/20 successes on easy); seed 0
+    # alone 0.749, 0.492. (On v3: 0.757, 0.670, 0.398.)
     # The band's top (0.9) is a plausibility bound on a pattern recogniser, not the task threshold.
-    list(zip(TASKS, (0.75, 0.7, 0.3), strict=True)),
+    list(zip(TASKS, (0.7, 0.45, 0.25), strict=True)),
 )
 def test_plays_one_episode_per_task(task_id: str, floor: float) -> None:
     agent = make_agent("presidio", integrity_gym.make(task_id))

@@ -39,7 +39,7 @@ def test_a_run_writes_every_artifact_and_the_database_row(tmp_path: Path) -> Non
         assert isinstance(entry["mean_return"], float) and isinstance(entry["metrics"], dict)
     # Each environment's tier means are those of its tasks; the heuristic orders
     # information_integrity's tiers easy > medium > hard, and pii_redaction has one tier here.
-    tier_of = {"easy-v2": "easy", "medium-v2": "medium", "hard-v2": "hard"}
+    tier_of = {"easy-v3": "easy", "medium-v3": "medium", "hard-v3": "hard"}
     ii = {tier_of[t.split("/")[1]]: e["mean_score"] for t, e in summary["tasks"].items() if "integrity" in t}
     assert summary["tier_separation"]["information_integrity"]["means"] == ii
     pii = summary["tasks"]["pii_redaction/gdpr_contract_easy-v4"]["mean_score"]
@@ -123,7 +123,7 @@ def test_tier_separation_and_tier_table() -> None:
         return TaskSummary(episodes=n, mean_score=score, success_rate=0.5, mean_return=1.0, tier=tier,
                            std_score=sd, metrics=dict(metrics))  # fmt: skip
 
-    ii = "information_integrity/{}-v2"
+    ii = "information_integrity/{}-v3"
     good = {ii.format("easy"): s("easy", 0.9), ii.format("medium"): s("medium", 0.6), ii.format("hard"): s("hard", 0.3),
             "pii_redaction/gdpr_contract_easy-v4": s("easy", 1)}  # fmt: skip
     sep = tier_separation(good)
@@ -141,7 +141,7 @@ def test_tier_separation_and_tier_table() -> None:
     reversed_ = tier_separation({**good, ii.format("hard"): s("hard", 0.95)})["information_integrity"]
     assert reversed_["ok"] is False and reversed_["pairs"][1]["verdict"] == "reversed"
     # Selective verification is judged on skill, with the interval its summarize() reports.
-    sv = "selective_verification/{}-v2"
+    sv = "selective_verification/{}-v3"
     skill = {sv.format("random"): s("easy", 0.5, skill=0.43, skill_ci_low=0.29, skill_ci_high=0.57),
              sv.format("balanced"): s("medium", 0.9, skill=0.27, skill_ci_low=0.15, skill_ci_high=0.39)}  # fmt: skip
     judged = tier_separation(skill)["selective_verification"]
