@@ -96,3 +96,16 @@ def test_under_root_web_is_served_too() -> None:
         sid = client.post("/reset", json={"seed": 0}).json()["session_id"]
         client.post("/step", json={"session_id": sid, "action": {"action_type": "FINISH"}})
         assert client.get(f"/web/api/explain/pii_redaction/{sid}").status_code == 200
+
+
+def test_without_swagger_files_the_server_still_starts_and_says_how_to_get_the_docs_page(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import integrity_gym.server.app as server_app
+
+    monkeypatch.setattr(server_app, "_swagger_dir", lambda: None)
+    client = TestClient(create_app(config=ServerConfig(tasks="selective_verification/text*")))
+    page = client.get("/docs")
+    assert page.status_code == 200 and "fastapi-offline" in page.text and 'href="/openapi.json"' in page.text
+    assert client.get("/openapi.json").status_code == 200
+    assert client.get("/docs-assets/swagger-ui.css").status_code == 404

@@ -540,14 +540,24 @@ def _add_env_docs(app: FastAPI, service: EnvService) -> None:
 DOCS_ASSETS = "/docs-assets"
 
 
-def _swagger_dir() -> Path:
+def _swagger_dir() -> Path | None:
+    """Swagger UI's files (the server extra's fastapi-offline), or None on an install without them."""
     from importlib.resources import files
 
-    return Path(str(files("fastapi_offline").joinpath("static")))
+    try:
+        return Path(str(files("fastapi_offline").joinpath("static")))
+    except ModuleNotFoundError:
+        return None
 
 
 def _swagger_page(openapi_url: str, title: str) -> HTMLResponse:
     """A Swagger UI page for ``openapi_url`` whose script and style this server serves (works offline)."""
+    if _swagger_dir() is None:  # the schema still answers; only the page needs the files
+        return HTMLResponse(
+            f"<!DOCTYPE html><title>{html.escape(title)}</title><p>The API document is "
+            f'<a href="{html.escape(openapi_url)}">{html.escape(openapi_url)}</a>; its browsable page needs '
+            "Swagger UI's files: <code>pip install 'integrity-gym[server]'</code> (fastapi-offline).</p>"
+        )
     page = f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -574,7 +584,9 @@ def _add_docs(app: FastAPI) -> None:
     """``/docs`` for the whole server and the Swagger UI files every ``/docs`` page loads."""
     from starlette.staticfiles import StaticFiles
 
-    app.mount(DOCS_ASSETS, StaticFiles(directory=_swagger_dir()), name="docs-assets")
+    assets = _swagger_dir()
+    if assets is not None:
+        app.mount(DOCS_ASSETS, StaticFiles(directory=assets), name="docs-assets")
 
     @app.get("/docs", include_in_schema=False)
     async def docs() -> Any:
