@@ -413,7 +413,8 @@ def _profile_step(message: dict[str, Any], session: Session, service: EnvService
     return json.dumps({"type": "observation", "data": data})
 
 
-def _reset(message: dict[str, Any], session: Session, service: EnvService) -> str:
+def _reset_request(message: dict[str, Any], service: EnvService) -> Any:
+    """The reset arguments of a ``reset`` message in this environment's model, or the error frame to send."""
     data = message.get("data", {})
     if data is None:
         data = {}
@@ -423,7 +424,13 @@ def _reset(message: dict[str, Any], session: Session, service: EnvService) -> st
         )
     if service.profile is not None:
         data = service.profile.reset_data(data)
-    request = service.reset_model.model_validate(data)
+    return service.reset_model.model_validate(data)
+
+
+def _reset(message: dict[str, Any], session: Session, service: EnvService) -> str:
+    request = _reset_request(message, service)
+    if isinstance(request, str):
+        return request
     refuse_handle(request)
     spec = service.resolve_task(request)
     if session.env.spec.id != spec.id:
@@ -503,16 +510,9 @@ async def _handle_sealed(
 async def _sealed_reset(
     message: dict[str, Any], session: Session, service: EnvService, connection: _SealedConnection
 ) -> str:
-    data = message.get("data", {})
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        return _error(
-            "VALIDATION_ERROR", f"'reset' data must be a JSON object of reset arguments, not {type(data).__name__}"
-        )
-    if service.profile is not None:
-        data = service.profile.reset_data(data)
-    request = service.reset_model.model_validate(data)
+    request = _reset_request(message, service)
+    if isinstance(request, str):
+        return request
     evaluations = service.evaluations
     claim = await evaluations.claim(service, request)
     try:
