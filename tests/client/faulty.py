@@ -15,6 +15,7 @@ import contextlib
 import json
 import socket
 import threading
+import time
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
@@ -146,7 +147,14 @@ class Relay:
         self.unstall()
         listener = socket.socket()
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
+        for attempt in range(50):  # the freed port may still be held a moment (a closing connection)
+            try:
+                listener.bind(("127.0.0.1", self.port))
+                break
+            except OSError:
+                if self.port == 0 or attempt == 49:
+                    raise
+                time.sleep(0.02)
         listener.listen(16)
         listener.settimeout(0.05)
         self.port = listener.getsockname()[1]
