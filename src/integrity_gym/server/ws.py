@@ -325,6 +325,28 @@ def _is_admin_connection(scope: Scope, service: EnvService) -> bool:
     return is_admin(service.config.admin_token, presented_token(headers, query))
 
 
+def _error_reply(exc: Exception, kind: Any, session: Session, what: str = "") -> str:
+    """The error frame for an exception raised while answering a ``kind`` message (plain or sealed)."""
+    if isinstance(exc, NotResetError | EpisodeFinishedError):
+        return _error("EXECUTION_ERROR", str(exc), error_type=type(exc).__name__)
+    if isinstance(exc, ApiError):
+        return _error(exc.code, exc.message, **exc.extra)
+    if isinstance(exc, ValidationError):
+        errors = [{**e, "loc": ["data", *e["loc"]]} for e in json_safe_errors(exc.errors())]
+        return _error("VALIDATION_ERROR", f"invalid '{kind}' message: {describe_errors(errors)}", errors=errors)
+    if isinstance(exc, StoreUnavailableError):
+        return _error("SESSION_STORE_UNAVAILABLE", str(exc))
+    if isinstance(exc, SessionBusyError):
+        return _error("SESSION_ERROR", str(exc))
+    # An environment bug: report it without the traceback.
+    log.exception("session %s: %s%s message failed", session.id, what, kind, exc_info=exc)
+    return _error(
+        "EXECUTION_ERROR",
+        f"the environment failed on this {kind} message ({type(exc).__name__}); see the server log",
+        error_type="InternalError",
+    )
+
+
 def _handle(text: str, session: Session, service: EnvService, admin: bool, peer: str = "-") -> str | None:
     """Answer one message; ``None`` means close the connection."""
     try:
@@ -359,20 +381,8 @@ def _handle(text: str, session: Session, service: EnvService, admin: bool, peer:
             return f'{{"type":"grade","data":{env.grade().model_dump_json()}}}'
         if kind == "close":
             return None
-    except (NotResetError, EpisodeFinishedError) as exc:
-        return _error("EXECUTION_ERROR", str(exc), error_type=type(exc).__name__)
-    except ApiError as exc:
-        return _error(exc.code, exc.message, **exc.extra)
-    except ValidationError as exc:
-        errors = [{**e, "loc": ["data", *e["loc"]]} for e in json_safe_errors(exc.errors())]
-        return _error("VALIDATION_ERROR", f"invalid '{kind}' message: {describe_errors(errors)}", errors=errors)
-    except Exception as exc:  # an environment bug: report it without the traceback
-        log.exception("session %s: %s message failed", session.id, kind)
-        return _error(
-            "EXECUTION_ERROR",
-            f"the environment failed on this {kind} message ({type(exc).__name__}); see the server log",
-            error_type="InternalError",
-        )
+    except Exception as exc:
+        return _error_reply(exc, kind, session)
     known = ", ".join(MESSAGE_TYPES)
     if "type" not in message:
         return _error("UNKNOWN_TYPE", f"the message has no 'type'; use one of: {known}")
@@ -487,24 +497,8 @@ async def _handle_sealed(
                     "this episode's evaluation is closed: its results were released by POST /evaluations/<id>/close",
                 )
         return await _sealed_step(message, session, service, connection)
-    except (NotResetError, EpisodeFinishedError) as exc:
-        return _error("EXECUTION_ERROR", str(exc), error_type=type(exc).__name__)
-    except ApiError as exc:
-        return _error(exc.code, exc.message, **exc.extra)
-    except ValidationError as exc:
-        errors = [{**e, "loc": ["data", *e["loc"]]} for e in json_safe_errors(exc.errors())]
-        return _error("VALIDATION_ERROR", f"invalid '{kind}' message: {describe_errors(errors)}", errors=errors)
-    except StoreUnavailableError as exc:
-        return _error("SESSION_STORE_UNAVAILABLE", str(exc))
-    except SessionBusyError as exc:
-        return _error("SESSION_ERROR", str(exc))
-    except Exception as exc:  # an environment bug: report it without the traceback
-        log.exception("session %s: sealed %s message failed", session.id, kind)
-        return _error(
-            "EXECUTION_ERROR",
-            f"the environment failed on this {kind} message ({type(exc).__name__}); see the server log",
-            error_type="InternalError",
-        )
+    except Exception as exc:
+        return _error_reply(exc, kind, session, "sealed ")
 
 
 async def _sealed_reset(
