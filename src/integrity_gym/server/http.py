@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.routing import Route
 
 from integrity_gym.core.env import EpisodeFinishedError
+from integrity_gym.core.registry import TaskSpec
 from integrity_gym.core.types import Grade, ObsT, StepResult
 from integrity_gym.server.app import EnvService, public_state
 from integrity_gym.server.evaluations import (
@@ -297,25 +298,33 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
             return await sealed_reset(request)
         refuse_handle(request)
         spec = service.resolve_task(request)
+        env, obs, session = await open_session(spec, lambda env: service.reset(env, request))
+        shown = obs.model_dump_json()
+        if service.profile is not None and service.profile.observation is not None:
+            shown = json.dumps(service.profile.observation(obs.model_dump(mode="json"), None, {}, env))
+        return reset_reply(session, spec, shown, obs)
+
+    async def open_session(spec: TaskSpec, start: Callable[[Any], Any], handle: str | None = None) -> Any:
+        """Build ``spec``'s env, ``start`` it and open its HTTP session; the env is closed if any of it fails."""
         env: Any = None
         try:
             await service.store.ensure_room()
             env = service.build(spec)
-            obs = service.reset(env, request)
-            session = await service.store.open(name, env, kind="http")
+            obs = start(env)
+            session = await service.store.open(name, env, kind="http", handle=handle)
         except CapacityError as exc:
             if env is not None:
                 env.close()
             raise ApiError(
                 503, "CAPACITY_REACHED", str(exc), active_sessions=exc.active, max_sessions=exc.maximum
             ) from exc
-        except StoreUnavailableError:
+        except BaseException:
             if env is not None:
                 env.close()
             raise
-        shown = obs.model_dump_json()
-        if service.profile is not None and service.profile.observation is not None:
-            shown = json.dumps(service.profile.observation(obs.model_dump(mode="json"), None, {}, env))
+        return env, obs, session
+
+    def reset_reply(session: Session, spec: TaskSpec, shown: str, obs: Any) -> Response:
         body = (
             f'{{"session_id":{json.dumps(session.id)},"task_id":{json.dumps(spec.id)},'
             f'"observation":{shown},"reward":null,"done":{json.dumps(bool(obs.done))}}}'
@@ -325,22 +334,9 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
     async def sealed_reset(request: Any) -> Response:
         evaluations = service.evaluations
         claim = await evaluations.claim(service, request)
-        env: Any = None
         try:
-            await service.store.ensure_room()
-            env = service.build(claim.spec)
-            obs = env.reset(seed=claim.seed)
-            session = await service.store.open(name, env, kind="http", handle=claim.handle)
-        except CapacityError as exc:
-            if env is not None:
-                env.close()
-            await evaluations.unclaim(claim)
-            raise ApiError(
-                503, "CAPACITY_REACHED", str(exc), active_sessions=exc.active, max_sessions=exc.maximum
-            ) from exc
+            env, obs, session = await open_session(claim.spec, lambda env: env.reset(seed=claim.seed), claim.handle)
         except BaseException:
-            if env is not None:
-                env.close()
             await evaluations.unclaim(claim)
             raise
         try:
@@ -353,11 +349,7 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
         if service.profile is not None and service.profile.observation is not None:
             shaped = service.profile.observation(obs.model_dump(mode="json"), None, {}, env)
             shown = json.dumps(seal_profile_observation(shaped))
-        body = (
-            f'{{"session_id":{json.dumps(session.id)},"task_id":{json.dumps(claim.spec.id)},'
-            f'"observation":{shown},"reward":null,"done":{json.dumps(bool(obs.done))}}}'
-        )
-        return _json(body)
+        return reset_reply(session, claim.spec, shown, obs)
 
     async def sealed_step(session: Session, result: StepResult[Any], recorded: dict[str, Any]) -> Response:
         cls = type(session.env)
