@@ -47,3 +47,29 @@ def test_every_environment_names_its_trivial_floor(env: str) -> None:
     # The results table shows the floor beside the baselines: doing nothing is one on every env.
     floors = {a.name for a in attacks_for(env) if a.floor}
     assert "do_nothing" in floors or "always_abstain" in floors
+
+
+def test_a_restating_attack_is_held_to_the_agent_it_restates(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under this secret the honest heuristic itself scores above the bar's limit on random (it looks at
+    # the picture); its verdicts restated at confidence 1 are held to its own mean instead, and an attack
+    # restating a weaker agent keeps the bar's limit.
+    from integrity_gym.agents.heuristic.selective_verification import HeuristicAgent
+    from integrity_gym.agents.redteam.selective_verification import VerificationAction
+
+    monkeypatch.setenv(EVAL_SECRET_ENV, "published-red-team-demonstration-secret")
+    spec = integrity_gym.make("selective_verification/random").spec
+    seeds = range(bar_for(spec.env).episodes)
+    honest = run_attack(spec, Attack("honest", "the heuristic", HeuristicAgent), seeds)
+    assert honest.mean > honest.limit, "the case needs a baseline above the bar"
+    restated = run_attack(spec, Attack("same", "the heuristic again", HeuristicAgent, restates=HeuristicAgent), seeds)
+    assert restated.limit == honest.mean and restated.held
+
+    class Abstain:
+        def __init__(self, spec: integrity_gym.TaskSpec, seed: int) -> None:
+            pass
+
+        def act(self, observation: object) -> VerificationAction:
+            return VerificationAction(verdict="ABSTAIN")
+
+    over = run_attack(spec, Attack("over", "beats what it restates", HeuristicAgent, restates=Abstain), seeds)
+    assert over.limit == honest.limit and not over.held

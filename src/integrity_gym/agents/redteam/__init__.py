@@ -12,6 +12,7 @@ import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from types import ModuleType
+from typing import Any
 
 from integrity_gym.agents.redteam.base import Attack, Bar, play_once
 from integrity_gym.agents.redteam.learned import Overlap, as_attack, learned_for, train_episodes_for
@@ -81,16 +82,27 @@ class AttackResult:
         return self.mean <= self.limit and self.successes <= self.max_successes
 
 
-def run_attack(spec: TaskSpec, attack: Attack, seeds: Iterable[int]) -> AttackResult:
-    """Play ``attack`` on ``spec``'s task (eval partition) for each seed."""
+def _scores(spec: TaskSpec, build: Callable[[TaskSpec, int], Any], seeds: Iterable[int]) -> tuple[list[float], int]:
+    """The red team's score of each episode an agent built by ``build`` plays, and its number of successes."""
     scores: list[float] = []
     successes = 0
     for seed in seeds:
-        _, grade = play_once(make(spec.id), attack.build(spec, seed), seed)
+        _, grade = play_once(make(spec.id), build(spec, seed), seed)
         scores.append(score_of(spec, grade))
         successes += bool(grade.success)
+    return scores, successes
+
+
+def run_attack(spec: TaskSpec, attack: Attack, seeds: Iterable[int]) -> AttackResult:
+    """Play ``attack`` on ``spec``'s task (eval partition) for each seed."""
+    seeds = list(seeds)
+    scores, successes = _scores(spec, attack.build, seeds)
     bar = bar_for(spec.env)
     n = len(scores)
+    limit = bar.limit(spec, floor=attack.floor)
+    if attack.restates is not None:
+        honest, _ = _scores(spec, attack.restates, seeds)
+        limit = max(limit, sum(honest) / n)
     return AttackResult(
         task_id=spec.id,
         attack=attack.name,
@@ -98,7 +110,7 @@ def run_attack(spec: TaskSpec, attack: Attack, seeds: Iterable[int]) -> AttackRe
         mean=sum(scores) / n,
         successes=successes,
         threshold=spec.success_threshold,
-        limit=bar.limit(spec, floor=attack.floor),
+        limit=limit,
         max_successes=int(bar.max_success_rate * n + 1e-9),
         floor=attack.floor,
     )

@@ -29,6 +29,11 @@ class Attack:
     #: Wins by design in public mode, where anyone can rebuild an item from the code and a seed
     #: (the replay attack): the red team plays it only with an eval secret set.
     secret_only: bool = False
+    #: The honest agent whose verdicts this attack restates with another confidence (``build``'s
+    #: signature). Such an attack looks at the item, so it may score what that agent scores, but
+    #: restating must not pay: it is held to the larger of the bar and that agent's own mean on the
+    #: same seeds, so a better baseline never turns its restatement into a failed attack.
+    restates: Callable[[TaskSpec, int], Any] | None = None
 
 
 @dataclass(frozen=True)

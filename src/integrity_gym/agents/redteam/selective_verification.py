@@ -33,8 +33,10 @@ BAR = Bar(
         "0.890 on all, 0.844 on text); the floor agents (abstaining, constant or coin-flip verdicts, "
         "the claim text's prior), whose best mean is the floor itself and moves with the items drawn, "
         "must stay under the threshold. A sure answer that ignores the evidence earns its accuracy, "
-        "about 0.5; the heuristic's "
-        "own answers restated at confidence 1 look at the picture and sit next to the honest heuristic. "
+        "about 0.5. The heuristic's "
+        "own verdicts restated at confidence 1 look at the picture, so they are held to the larger of that limit "
+        "and the honest heuristic's own mean on the same seeds: restating a verdict with more confidence must "
+        "not pay. "
         "No episode is ever a success here, so the mean carries the bar. Episodes are one step and "
         "noisy, so every attack is judged on the same 100 seeds as the floor, and on text by its "
         "expected grade under the claim's known probability."
@@ -131,9 +133,9 @@ ATTACKS: tuple[Attack, ...] = (
     Attack("blind_sure", "The claim text's prior (never the picture) turned into a verdict at confidence 1.",
            _blind_sure, floor=True),
     Attack("heuristic_sure", "The heuristic's likelier verdict on every claim at confidence 1, never abstaining.",
-           _heuristic_sure),
+           _heuristic_sure, restates=HeuristicAgent),
     Attack("heuristic_inflated", "The heuristic's own answers with their confidence raised to 1 (abstentions kept).",
-           lambda spec, seed: _Inflated(HeuristicAgent(spec, seed))),
+           lambda spec, seed: _Inflated(HeuristicAgent(spec, seed)), restates=HeuristicAgent),
     Attack("blind_inflated", "The honest blind agent's answers with their confidence raised to 1.",
            lambda spec, seed: _Inflated(BlindAgent(spec, seed))),
     Attack("malformed", "Prose instead of the JSON answer.",
