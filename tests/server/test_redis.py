@@ -57,6 +57,8 @@ def test_a_session_moves_between_processes(pair: tuple[ServerProcess, ServerProc
         assert seen == ref.seen
         grades = [http.get(f"{url}/grade/{session}").json() for url in urls]
         assert grades[0] == grades[1]
+        # The episode's random id moves with it (kills: not stored, so the other process draws its own).
+        assert [http.get(f"{url}/scenario/{session}").json()["episode_id"] for url in urls] == [reply["episode_id"]] * 2
         state = http.get(f"{urls[1]}/state/{session}", headers=admin)
         assert state.json() == SPECS[task_id].env_class().state_type.model_validate_json(ref.state).model_dump(
             mode="json"

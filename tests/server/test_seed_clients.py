@@ -48,6 +48,7 @@ async def main(url):
         first = await env.reset(task_id="gdpr_contract_easy")
         out["task_id"] = first.observation.task_id
         out["document_id"] = first.observation.document_id
+        out["episode_id"] = (await env.state()).episode_id
         try:
             await env.grade()
             out["grade_before_end"] = "answered"
@@ -105,6 +106,7 @@ def test_seed001_client_plays_an_episode_and_grades_only_after_it(seed001: Serve
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert re.fullmatch(r"pii_redaction/gdpr_contract_easy-v\d+", out["task_id"])
     assert re.fullmatch(r"doc-[0-9a-f]{16}", out["document_id"])
+    assert re.fullmatch(r"[0-9a-f-]{36}", out["episode_id"])  # State(episode_id, step_count) as openenv-core reads it
     assert "409" in out["grade_before_end"]
     assert out["redact_confidence"] == 0.35  # recorded, not rejected
     assert out["redact_reward"] is not None and out["redact_reward"] > -1.0  # judged as an action, not refused

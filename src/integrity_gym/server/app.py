@@ -40,7 +40,7 @@ from integrity_gym.server.security import (
     admin_token_from_env,
     install_error_handlers,
 )
-from integrity_gym.server.sessions import SessionStore, build_store
+from integrity_gym.server.sessions import Session, SessionStore, build_store
 
 log = logging.getLogger("integrity_gym.server")
 
@@ -310,14 +310,15 @@ class EnvService:
 
 
 #: The fields of a state anyone may see. Not the seed (with the public generator it rebuilds the
-#: episode and its labels) nor the episode id (derived from the seed, so a search could find it).
+#: episode and its labels) nor the env's episode id (derived from the seed, so a search could find
+#: it): the session's own random episode id stands in for it.
 PUBLIC_STATE_FIELDS = frozenset({"task_id", "step_count", "done"})
 
 
-def public_state(env: AnyEnv) -> dict[str, Any]:
-    """The part of the state anyone may see: the task and counters, nothing hidden."""
-    data: dict[str, Any] = env.state().model_dump(mode="json", include=set(PUBLIC_STATE_FIELDS))
-    return data
+def public_state(session: Session) -> dict[str, Any]:
+    """The part of a session's state anyone may see: the task, counters and its random episode id, nothing hidden."""
+    data: dict[str, Any] = session.env.state().model_dump(mode="json", include=set(PUBLIC_STATE_FIELDS))
+    return {"episode_id": session.episode_id, **data}
 
 
 @dataclass

@@ -12,7 +12,12 @@ A profile translates the wire dialect of a seed document's own client, so it run
   observations have exactly the fields of the seed client's model (``document_id`` added, our
   extra counters moved into ``metadata``, with the step's ``info``).
 * ``seed000`` (information_integrity): ids written with leading zeros (``src_001``,
-  ``claim_001``) mean ours (``src_1``, ``claim_1``).
+  ``claim_001``) mean ours (``src_1``, ``claim_1``), or, where the item names its sources
+  opaquely (``src_3fa2``, the hard tier), the first listed source; observations carry the
+  seed's ``episode_id`` (the session's random id of the episode).
+
+Every profile's state (``{"type": "state"}``) carries that ``episode_id`` too, as OpenEnv's
+``State(episode_id, step_count)`` does.
 
 Neither reveals anything hidden: ``document_id`` is a keyed hash of the document's id (the
 key is drawn per server process), so it names the document within one server without letting
@@ -64,9 +69,9 @@ class Profile:
     name: str
     #: Reset arguments in the client's spelling → ours.
     reset_data: Callable[[dict[str, Any]], dict[str, Any]]
-    #: The client's action → (ours, fields recorded in the step's metadata).
-    action: Callable[[Any], tuple[Any, dict[str, Any]]]
-    #: Our observation (JSON-ready dict), reward, the step's info and the env → the client's observation.
+    #: The client's action and the env it is sent to → (ours, fields recorded in the step's metadata).
+    action: Callable[[Any, Any], tuple[Any, dict[str, Any]]]
+    #: Our observation (JSON-ready dict), reward, the step's info and the session → the client's observation.
     observation: Callable[[dict[str, Any], float | None, dict[str, Any], Any], dict[str, Any]] | None
 
 
@@ -91,7 +96,7 @@ def _seed001_reset(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _seed001_action(action: Any) -> tuple[Any, dict[str, Any]]:
+def _seed001_action(action: Any, env: Any) -> tuple[Any, dict[str, Any]]:
     if not isinstance(action, dict):
         return action, {}
     recorded: dict[str, Any] = {}
@@ -113,10 +118,12 @@ def document_id(env: Any) -> str:
     return "doc-" + hmac.new(_KEY, str(raw).encode(), hashlib.sha256).hexdigest()[:16]
 
 
-def _seed001_observation(obs: dict[str, Any], reward: float | None, info: dict[str, Any], env: Any) -> dict[str, Any]:
+def _seed001_observation(
+    obs: dict[str, Any], reward: float | None, info: dict[str, Any], session: Any
+) -> dict[str, Any]:
     extra = {k: v for k, v in obs.items() if k not in _SEED001_FIELDS and k != "done"}
     out = {k: obs[k] for k in _SEED001_FIELDS if k in obs}
-    out["document_id"] = document_id(env)
+    out["document_id"] = document_id(session.env)
     out["done"] = bool(obs.get("done", False))
     out["reward"] = reward
     out["metadata"] = {**extra, **info}
@@ -124,29 +131,59 @@ def _seed001_observation(obs: dict[str, Any], reward: float | None, info: dict[s
 
 
 # --------------------------------------------------------------------------- seed000
-_PADDED_ID = re.compile(r"\b(src|claim)_0+(\d)")
+_PADDED_ID = re.compile(r"\b(src|claim)_0+(\d+)\b")
 
 
-def _unpad(value: Any) -> Any:
+def _listed_ids(env: Any) -> dict[str, list[str]]:
+    """The claim and source ids the current observation lists, in order (none before a reset)."""
+    try:
+        obs = env.observation()
+    except Exception:  # not reset yet: the env itself says so when it steps
+        return {"src": [], "claim": []}
+    return {"src": [s.id for s in obs.available_sources], "claim": [c.id for c in obs.claims]}
+
+
+def _unpad(value: Any, listed: dict[str, list[str]]) -> Any:
+    """``src_001`` → ``src_1`` where that id exists, else the first listed source (``claim_`` likewise).
+
+    An id the observation lists is kept as written; a number past the list becomes ``src_<n>``,
+    which the env refuses with its own message.
+    """
+
+    def ours(match: re.Match[str]) -> str:
+        kind, number = match.group(1), int(match.group(2))
+        plain, ids = f"{kind}_{number}", listed[kind]
+        if match.group(0) in ids:  # an opaque id that happens to read as a padded number (src_0123)
+            return match.group(0)
+        if plain in ids or not 1 <= number <= len(ids):
+            return plain
+        return ids[number - 1]
+
     if isinstance(value, str):
-        return _PADDED_ID.sub(r"\1_\2", value)
+        return _PADDED_ID.sub(ours, value)
     if isinstance(value, dict):
-        return {k: _unpad(v) for k, v in value.items()}
+        return {k: _unpad(v, listed) for k, v in value.items()}
     if isinstance(value, list):
-        return [_unpad(v) for v in value]
+        return [_unpad(v, listed) for v in value]
     return value
 
 
-def _seed000_action(action: Any) -> tuple[Any, dict[str, Any]]:
+def _seed000_action(action: Any, env: Any) -> tuple[Any, dict[str, Any]]:
     if isinstance(action, str):  # an action sent as a JSON string
         try:
             action = json.loads(action)
         except json.JSONDecodeError:
             return action, {}
-    return _unpad(action), {}
+    return _unpad(action, _listed_ids(env)), {}
+
+
+def _seed000_observation(
+    obs: dict[str, Any], reward: float | None, info: dict[str, Any], session: Any
+) -> dict[str, Any]:
+    return {**obs, "episode_id": session.episode_id}
 
 
 PROFILES: dict[str, Profile] = {
     "seed001": Profile("seed001", _seed001_reset, _seed001_action, _seed001_observation),
-    "seed000": Profile("seed000", lambda data: data, _seed000_action, None),
+    "seed000": Profile("seed000", lambda data: data, _seed000_action, _seed000_observation),
 }

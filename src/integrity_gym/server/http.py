@@ -92,6 +92,9 @@ class ResetResponse(BaseModel, Generic[ObsT]):
 
     session_id: str = Field(description="Name this session in every later request.")
     task_id: str = Field(description="The task being played.")
+    episode_id: str = Field(
+        description="A random id of this episode (a UUID drawn at reset, not derived from the item)."
+    )
     observation: ObsT = Field(description="First observation.")
     reward: None = Field(default=None, description="Always null on reset (OpenEnv's shape).")
     done: bool = Field(description="Whether the episode is already over.")
@@ -102,6 +105,7 @@ class ScenarioView(BaseModel, Generic[ObsT]):
 
     session_id: str = Field(description="The session.")
     task_id: str = Field(description="The task being played.")
+    episode_id: str = Field(description="The random id of the episode (drawn at reset).")
     step_count: int = Field(ge=0, description="Steps taken so far.")
     done: bool = Field(description="Whether the episode has ended.")
     observation: ObsT = Field(description="The current observation.")
@@ -298,10 +302,10 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
             return await sealed_reset(request)
         refuse_handle(request)
         spec = service.resolve_task(request)
-        env, obs, session = await open_session(spec, lambda env: service.reset(env, request))
+        _, obs, session = await open_session(spec, lambda env: service.reset(env, request))
         shown = obs.model_dump_json()
         if service.profile is not None and service.profile.observation is not None:
-            shown = json.dumps(service.profile.observation(obs.model_dump(mode="json"), None, {}, env))
+            shown = json.dumps(service.profile.observation(obs.model_dump(mode="json"), None, {}, session))
         return reset_reply(session, spec, shown, obs)
 
     async def open_session(spec: TaskSpec, start: Callable[[Any], Any], handle: str | None = None) -> Any:
@@ -327,7 +331,7 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
     def reset_reply(session: Session, spec: TaskSpec, shown: str, obs: Any) -> Response:
         body = (
             f'{{"session_id":{json.dumps(session.id)},"task_id":{json.dumps(spec.id)},'
-            f'"observation":{shown},"reward":null,"done":{json.dumps(bool(obs.done))}}}'
+            f'"episode_id":{json.dumps(session.episode_id)},"observation":{shown},"reward":null,"done":{json.dumps(bool(obs.done))}}}'
         )
         return _json(body)
 
@@ -347,7 +351,7 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
         obs = seal_observation(type(env), obs)
         shown = obs.model_dump_json()
         if service.profile is not None and service.profile.observation is not None:
-            shaped = service.profile.observation(obs.model_dump(mode="json"), None, {}, env)
+            shaped = service.profile.observation(obs.model_dump(mode="json"), None, {}, session)
             shown = json.dumps(seal_profile_observation(shaped))
         return reset_reply(session, claim.spec, shown, obs)
 
@@ -363,7 +367,7 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
         info = {**info, **recorded}
         shown: Any = obs.model_dump(mode="json")
         if profile.observation is not None:
-            shown = seal_profile_observation(profile.observation(shown, result.reward, info, session.env))
+            shown = seal_profile_observation(profile.observation(shown, result.reward, info, session))
         return JSONResponse({"observation": shown, "reward": result.reward, "done": result.done, "info": info})
 
     async def apply_step(request: StepRequest) -> Response:
@@ -376,8 +380,8 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
                 errors=[{"loc": ["body", "action"], "msg": message, "type": "json_too_deep"}],
             )
         profile = service.profile
-        action, recorded = (request.action, {}) if profile is None else profile.action(request.action)
         async with session_of(request.session_id, write=True) as session:
+            action, recorded = (request.action, {}) if profile is None else profile.action(request.action, session.env)
             try:
                 result = session.env.step(action)
             except EpisodeFinishedError as exc:
@@ -389,7 +393,7 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
             info = {**result.info, **recorded}
             obs: Any = result.observation.model_dump(mode="json")
             if profile.observation is not None:
-                obs = profile.observation(obs, result.reward, info, session.env)
+                obs = profile.observation(obs, result.reward, info, session)
             return JSONResponse({"observation": obs, "reward": result.reward, "done": result.done, "info": info})
 
     @app.post(
@@ -485,7 +489,7 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
     )
     async def scenario(session_id: SessionIdPath) -> JSONResponse:
         async with session_of(session_id, write=False) as session:
-            data = {"session_id": session_id, **public_state(session.env)}
+            data = {"session_id": session_id, **public_state(session)}
             obs = session.env.observation()
             if sealed:
                 obs = seal_observation(type(session.env), obs)

@@ -36,6 +36,7 @@ import logging
 import re
 import secrets
 import time
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -118,6 +119,14 @@ class Session:
     closed: bool = False
     #: The sealed-evaluation handle this HTTP session plays (``evaluations.py``), else None.
     handle: str | None = None
+    #: The id clients see for the episode being played: drawn at random on each reset (a WebSocket
+    #: session draws a new one per reset), never derived from the task, seed or item, so it tells
+    #: two episodes apart without telling which item either plays.
+    episode_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+    def new_episode(self) -> None:
+        """Draw the id of the episode this session starts now."""
+        self.episode_id = str(uuid.uuid4())
 
     def touch(self) -> None:
         """Mark the session as used now (restarts its idle time-to-live)."""
@@ -619,6 +628,7 @@ class RedisStore(SessionStore):
         }
         if session.handle is not None:
             mapping["handle"] = session.handle
+        mapping["episode"] = session.episode_id
         pipe.hset(key, mapping=mapping)
         pipe.expire(key, max(1, round(self.ttl_s)))
         pipe.zadd(self._index, {session.id: time.time() + self.ttl_s})
@@ -678,8 +688,8 @@ class RedisStore(SessionStore):
 
     async def _load(self, session_id: str, env_name: str) -> Session:
         with self._reachable():
-            env_field, task, version, handle = await self._redis.hmget(
-                self._key(session_id), "env", "task", "ver", "handle"
+            env_field, task, version, handle, episode = await self._redis.hmget(
+                self._key(session_id), "env", "task", "ver", "handle", "episode"
             )
         if env_field is None or env_field.decode() != env_name:
             self._cache.pop(session_id, None)
@@ -698,6 +708,8 @@ class RedisStore(SessionStore):
         session = Session(
             session_id, env_name, env, "http", version=ver, handle=None if handle is None else handle.decode()
         )
+        if episode is not None:
+            session.episode_id = episode.decode()
         self._cache[session_id] = session
         return session
 

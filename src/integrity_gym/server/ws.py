@@ -367,7 +367,9 @@ def _handle(text: str, session: Session, service: EnvService, admin: bool, peer:
             return _reset(message, session, service)
         if kind == "state":
             env = session.env
-            data = env.state().model_dump(mode="json") if admin else {**public_state(env), "ground_truth_hidden": True}
+            data = (
+                env.state().model_dump(mode="json") if admin else {**public_state(session), "ground_truth_hidden": True}
+            )
             return json.dumps({"type": "state", "data": data})
         if kind == "grade":
             env = session.env
@@ -408,15 +410,15 @@ def _profile_step(message: dict[str, Any], session: Session, service: EnvService
     """A step in the seed client's dialect (``compat.py``); the grade is kept once the episode ends."""
     if "data" not in message:
         return _error("VALIDATION_ERROR", "'step' needs 'data': the action, as a JSON object")
-    action, recorded = profile.action(message["data"])
+    env = session.env
+    action, recorded = profile.action(message["data"], env)
     if isinstance(action, str) and json_too_deep(action):
         return _error("VALIDATION_ERROR", too_deep_message("data"))
-    env = session.env
     result = env.step(action)
     info = {**result.info, **recorded}
     obs: dict[str, Any] = result.observation.model_dump(mode="json")
     if profile.observation is not None:
-        obs = profile.observation(obs, result.reward, info, env)
+        obs = profile.observation(obs, result.reward, info, session)
     if result.done:
         service.remember_grade(peer, env.grade().model_dump_json())
     data = {"observation": obs, "reward": result.reward, "done": result.done, "metadata": info}
@@ -447,14 +449,13 @@ def _reset(message: dict[str, Any], session: Session, service: EnvService) -> st
         session.env.close()
         session.env = service.build(spec)
     obs = service.reset(session.env, request)
-    metadata = json.dumps({"task_id": spec.id})
+    session.new_episode()
+    meta = {"task_id": spec.id, "episode_id": session.episode_id}
+    metadata = json.dumps(meta)
     if service.profile is not None and service.profile.observation is not None:
-        shaped = service.profile.observation(obs.model_dump(mode="json"), None, {}, session.env)
+        shaped = service.profile.observation(obs.model_dump(mode="json"), None, {}, session)
         return json.dumps(
-            {
-                "type": "observation",
-                "data": {"observation": shaped, "reward": None, "done": obs.done, "metadata": {"task_id": spec.id}},
-            }
+            {"type": "observation", "data": {"observation": shaped, "reward": None, "done": obs.done, "metadata": meta}}
         )
     return (
         f'{{"type":"observation","data":{{"observation":{obs.model_dump_json()},'
@@ -527,10 +528,11 @@ async def _sealed_reset(
         session.env = service.build(service.tasks[0])  # nothing of that item stays playable
         env.close()
         raise
+    session.new_episode()
     obs = seal_observation(type(env), obs)
-    metadata = {"task_id": claim.spec.id}
+    metadata = {"task_id": claim.spec.id, "episode_id": session.episode_id}
     if service.profile is not None and service.profile.observation is not None:
-        shaped = seal_profile_observation(service.profile.observation(obs.model_dump(mode="json"), None, {}, env))
+        shaped = seal_profile_observation(service.profile.observation(obs.model_dump(mode="json"), None, {}, session))
         return json.dumps(
             {
                 "type": "observation",
@@ -547,7 +549,7 @@ async def _sealed_step(
     if "data" not in message:
         return _error("VALIDATION_ERROR", "'step' needs 'data': the action, as a JSON object")
     profile = service.profile
-    action, recorded = (message["data"], {}) if profile is None else profile.action(message["data"])
+    action, recorded = (message["data"], {}) if profile is None else profile.action(message["data"], session.env)
     if isinstance(action, str) and json_too_deep(action):
         return _error("VALIDATION_ERROR", too_deep_message("data"))
     env = session.env
@@ -561,7 +563,7 @@ async def _sealed_step(
         info = {**info, **recorded}
         shown: Any = obs.model_dump(mode="json")
         if profile.observation is not None:
-            shown = seal_profile_observation(profile.observation(shown, result.reward, info, env))
+            shown = seal_profile_observation(profile.observation(shown, result.reward, info, session))
         return json.dumps(
             {
                 "type": "observation",
