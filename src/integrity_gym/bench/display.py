@@ -295,7 +295,10 @@ def tasks_tables(specs: Sequence[TaskSpec]) -> list[Table]:
         table = _table(env, "task", "tier", "thr", "steps", "description")
         table.columns[1].justify = table.columns[4].justify = "left"
         for spec in rows:
-            table.add_row(short_task(spec.id), spec.tier, f"{spec.success_threshold:.2f}", str(spec.max_steps),
-                          spec.description)  # fmt: skip
+            steps = f"{spec.max_steps}+" if spec.budget else str(spec.max_steps)
+            table.add_row(short_task(spec.id), spec.tier, f"{spec.success_threshold:.2f}", steps, spec.description)
+        if rows[0].budget:  # the tasks of an environment count their budget alike
+            table.caption = f"N+ steps: N {rows[0].budget}\n"
+            table.caption_justify = "left"
         tables.append(table)
     return tables

@@ -59,9 +59,20 @@ class TaskSpec(WireModel):
     per_episode_success: bool = Field(
         True, description="False where success is judged on the task's mean grade only (see the env's README)."
     )
-    max_steps: int = Field(ge=1, description="Step budget of one episode.")
+    max_steps: int = Field(ge=1, description="Step budget of one episode (see ``budget`` where it grows).")
+    budget: str | None = Field(
+        None,
+        description="What max_steps counts, where an episode's budget is not max_steps itself, in words that "
+        "follow the number: 'decisions (redactions, FINISH) + the NEXT_CHUNK moves across the document'.",
+    )
     entry: str = Field(description="'module:Class' of the Env implementation.")
     config: dict[str, Any] = Field(default_factory=dict, description="Default config of the task.")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def budget_text(self) -> str:
+        """The step budget in words: "<max_steps> <budget>", else "<max_steps> step(s)"."""
+        return f"{self.max_steps} {self.budget or ('step' if self.max_steps == 1 else 'steps')}"
 
     @field_validator("env", "name")
     @classmethod

@@ -10,6 +10,10 @@ from integrity_gym.core.registry import TaskSpec, threshold_between
 
 _ENTRY = "integrity_gym.envs.information_integrity.env:InformationIntegrityEnv"
 
+#: A task's max_steps grows to what its item needs (README, *Tasks*).
+_BUDGET = "steps, or every claim and source once + the decision where an item needs more"
+
+
 TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         env="information_integrity",
@@ -21,6 +25,7 @@ TASKS: tuple[TaskSpec, ...] = (
         floor=0.195,
         ceiling=1.0,
         max_steps=12,
+        budget=_BUDGET,
         entry=_ENTRY,
         config={"difficulty": "easy"},
     ),
@@ -34,6 +39,7 @@ TASKS: tuple[TaskSpec, ...] = (
         floor=0.126,
         ceiling=1.0,
         max_steps=18,
+        budget=_BUDGET,
         entry=_ENTRY,
         config={"difficulty": "medium"},
     ),
@@ -47,6 +53,7 @@ TASKS: tuple[TaskSpec, ...] = (
         floor=0.12,
         ceiling=1.0,
         max_steps=24,
+        budget=_BUDGET,
         entry=_ENTRY,
         config={"difficulty": "hard"},
     ),

@@ -9,6 +9,10 @@ _FLOOR, _CEILING = 0.25, 1.0
 
 _ENTRY = "integrity_gym.envs.pii_redaction.env:PiiRedactionEnv"
 
+#: What a task's max_steps counts: the moves across the document come on top (README, *Step budget*).
+_BUDGET = "decisions (redactions, FINISH) + the NEXT_CHUNK moves across the document"
+
+
 TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         env="pii_redaction",
@@ -20,6 +24,7 @@ TASKS: tuple[TaskSpec, ...] = (
         floor=_FLOOR,
         ceiling=_CEILING,
         max_steps=40,
+        budget=_BUDGET,
         entry=_ENTRY,
         config={"kind": "contract"},
     ),
@@ -33,6 +38,7 @@ TASKS: tuple[TaskSpec, ...] = (
         floor=_FLOOR,
         ceiling=_CEILING,
         max_steps=60,
+        budget=_BUDGET,
         entry=_ENTRY,
         config={"kind": "clinical"},
     ),
@@ -46,6 +52,7 @@ TASKS: tuple[TaskSpec, ...] = (
         floor=_FLOOR,
         ceiling=_CEILING,
         max_steps=80,
+        budget=_BUDGET,
         entry=_ENTRY,
         config={"kind": "security"},
     ),

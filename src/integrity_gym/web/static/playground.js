@@ -171,7 +171,7 @@ async function init() {
   if (wanted.get("seed") !== null && /^\d+$/.test(wanted.get("seed"))) $("seed").value = wanted.get("seed");
   const describe = () => {
     const t = state.tasks.find((x) => x.id === $("task").value);
-    $("task-info").textContent = t ? `${t.description || ""} · threshold ${t.success_threshold} · at most ${t.max_steps} step${t.max_steps === 1 ? "" : "s"}` : "";
+    $("task-info").textContent = t ? `${t.description || ""} · threshold ${t.success_threshold} · step budget ${t.budget_text}` : "";
   };
   $("task").addEventListener("change", describe);
   describe();
