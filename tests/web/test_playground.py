@@ -178,6 +178,37 @@ def expect_offsets(page: Any, start: int, end: int) -> None:
     expect(page.locator("#redact-end")).to_have_value(str(end))
 
 
+def test_the_keyboard_selects_in_the_document(server: ServerProcess, open_page: Any) -> None:
+    """Kills: no key handler on the window (Chromium moves no caret in text that is not editable)."""
+    task, seed = "pii_redaction/gdpr_contract_easy-v4", 0
+    env = local_env(task, seed)
+    text = env.observation().visible_text
+    entity = next(e for e in env.state().document.entities if e.end <= len(text) and " " in e.text)
+    watched = open_page("desktop")
+    page = start(watched, server.url, task, seed)
+    assert page.input_value("#redact-start") == ""
+    assert "step budget 40 decisions" in page.inner_text("#task-info")  # the budget as the env counts it
+    x, y = character_points(page, entity.start, entity.start + 1)[:2]
+    page.mouse.click(x, y)  # the caret before the entity's first character
+    for _ in range(entity.end - entity.start):
+        page.keyboard.press("Shift+ArrowRight")
+    expect_offsets(page, entity.start, entity.end)
+    assert entity.text in page.inner_text("#redact-selection")
+    first = entity.text.split()[0]
+    page.keyboard.press("Shift+Home")  # back to the line's start: the selection turns round the click point
+    line_start = text.rfind("\n", 0, entity.start) + 1
+    before = text[line_start : entity.start]
+    if before.strip():  # what the form takes: the selection without the spaces at its ends
+        lead = len(before) - len(before.lstrip())
+        expect_offsets(page, line_start + lead, line_start + len(before.rstrip()))
+    page.click("#observation h2")  # drop the selection, then put the caret back before the entity
+    page.mouse.click(x, y)
+    page.keyboard.press("Control+Shift+ArrowRight")  # by word
+    expect_offsets(page, entity.start, entity.start + len(first))
+    page.keyboard.press("Shift+ArrowLeft")
+    expect_offsets(page, entity.start, entity.start + len(first) - 1)
+
+
 @pytest.mark.parametrize("viewport", VIEWPORT_NAMES)
 def test_play_pii_redaction(server: ServerProcess, open_page: Any, viewport: str) -> None:
     task, seed = "pii_redaction/gdpr_contract_easy-v4", 0

@@ -72,6 +72,69 @@ function textOffset(container, node, offset) {
   return range.toString().length;
 }
 
+/** The text node of ``container`` holding its character ``k`` (or the end), and k's offset in that node. */
+function nodeAt(container, k) {
+  const walk = document.createTreeWalker(container, NodeFilter.SHOW_TEXT);
+  let node;
+  let last = null;
+  let seen = 0;
+  while ((node = walk.nextNode())) {
+    if (k < seen + node.length) return [node, k - seen];
+    seen += node.length;
+    last = node;
+  }
+  return last ? [last, last.length] : [container, 0];
+}
+
+/** Where the selection's moving end goes for ``key``: a character, a word (``byWord``), a line, its ends. */
+function movedFocus(text, focus, key, byWord) {
+  const lineStart = (k) => text.lastIndexOf("\n", k - 1) + 1;
+  const lineEnd = (k) => { const n = text.indexOf("\n", k); return n < 0 ? text.length : n; };
+  let k = focus;
+  if (key === "ArrowRight" && byWord) {
+    while (k < text.length && /\s/.test(text[k])) k += 1;
+    while (k < text.length && !/\s/.test(text[k])) k += 1;
+  } else if (key === "ArrowLeft" && byWord) {
+    while (k > 0 && /\s/.test(text[k - 1])) k -= 1;
+    while (k > 0 && !/\s/.test(text[k - 1])) k -= 1;
+  } else if (key === "ArrowRight") k = Math.min(text.length, k + 1);
+  else if (key === "ArrowLeft") k = Math.max(0, k - 1);
+  else if (key === "Home") k = lineStart(k);
+  else if (key === "End") k = lineEnd(k);
+  else if (key === "ArrowDown" || key === "ArrowUp") {
+    const column = k - lineStart(k);
+    const target = key === "ArrowDown" ? lineEnd(k) + 1 : lineStart(k) - 1;
+    if (target < 0) return 0;
+    if (target > text.length) return text.length;
+    const start = lineStart(target);
+    k = Math.min(start + column, lineEnd(start));
+  }
+  return k;
+}
+
+/**
+ * Select in a window that is not editable (the browser moves no caret there) from the keyboard:
+ * Shift+arrows by character or line, with Ctrl or Alt by word, Shift+Home/End to a line's ends. The
+ * selection grows from a click's point, else from the first character; the page's selection
+ * listener then fills the REDACT form, as for a mouse selection.
+ */
+function keyboardSelect(event, doc, text) {
+  const keys = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End"];
+  if (!event.shiftKey || !keys.includes(event.key)) return;
+  event.preventDefault();
+  const sel = window.getSelection();
+  let anchor = 0;
+  let focus = 0;
+  if (sel.rangeCount > 0 && doc.contains(sel.anchorNode) && doc.contains(sel.focusNode)) {
+    anchor = textOffset(doc, sel.anchorNode, sel.anchorOffset);
+    focus = textOffset(doc, sel.focusNode, sel.focusOffset);
+  }
+  focus = movedFocus(text, focus, event.key, event.ctrlKey || event.altKey);
+  const [anchorNode, anchorOffset] = nodeAt(doc, anchor);
+  const [focusNode, focusOffset] = nodeAt(doc, focus);
+  sel.setBaseAndExtent(anchorNode, anchorOffset, focusNode, focusOffset);
+}
+
 /** The window's text with the committed redactions (absolute spans) wrapped in <mark>. */
 function markedText(text, start, spans) {
   const end = start + text.length;
@@ -125,7 +188,7 @@ function piiView(obs, ui, id) {
   const label = el("select", { id: id("redact-label"), "aria-label": "label" }, ui.enums.label.map((l) => el("option", { value: l, text: l })));
   if (ui.draft.label) label.value = ui.draft.label; // the last label chosen stays chosen
   label.addEventListener("change", () => { ui.draft.label = label.value; });
-  const shown = el("div", { class: "selection muted", id: id("redact-selection"), text: "Select text in the window to redact it." });
+  const shown = el("div", { class: "selection muted", id: id("redact-selection"), text: "Select text in the window (drag, double-click, or click then Shift+arrows) to redact it." });
   const redact = el("button", {
     class: "primary", id: id("act-REDACT"), disabled: true,
     onclick: () => ui.act({ action_type: "REDACT", start: Number(startIn.value), end: Number(endIn.value), label: label.value }),
@@ -164,6 +227,7 @@ function piiView(obs, ui, id) {
     refresh();
   };
   document.addEventListener("selectionchange", pick);
+  doc.addEventListener("keydown", (event) => keyboardSelect(event, doc, text));
   const moves = ["PREV_CHUNK", "NEXT_CHUNK", "SKIP", "FINISH"].filter((m) => ui.enums.action_type.includes(m));
   card.append(
     el("div", { class: "row" },
