@@ -196,6 +196,14 @@ def test_text_variant_grades_against_the_true_probability() -> None:
     assert "answered SUPPORTED" in env.explain() and "true with probability" in env.explain()
 
 
+def test_a_malformed_answer_is_explained_once() -> None:
+    env = make()
+    env.reset(seed=0)
+    env.step("maybe there is")
+    text = env.explain()
+    assert text.count("malformed answer") == 1 and "not a JSON object" in text and "0.800 for abstaining" in text
+
+
 def test_render_shows_claim_picture_path_and_rule() -> None:
     env = make()
     env.reset(seed=0)

@@ -407,7 +407,7 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
         if answer is None:
             what = "no answer yet"
         elif answer.malformed:
-            what = f"malformed answer ({answer.error})"
+            what = answer.error or "malformed answer (pays 0)"  # the error names itself: never wrap it twice
         elif answer.verdict == "ABSTAIN":
             what = "abstained"
         else:
