@@ -116,7 +116,7 @@ def test_http_bad_requests_get_documented_4xx(http: httpx.Client, env_name: str)
             check(http.post(f"/{other}/step", json={"session_id": session, "action": {}}), 404, "SESSION_NOT_FOUND")
     # The scenario view has ids and the observation, never the full state.
     scenario = http.get(f"{base}/scenario/{session}").json()
-    assert set(scenario) == {"task_id", "step_count", "done", "session_id", "observation"}
+    assert set(scenario) == {"task_id", "step_count", "done", "session_id", "episode_id", "observation"}
 
     # A chunked body over the limit is cut off too.
     def chunks() -> Iterator[bytes]:

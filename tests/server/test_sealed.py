@@ -275,7 +275,7 @@ def test_grade_explain_and_state_wait_for_the_close(sealed: ServerProcess, http:
         ):
             assert code(reply) == (403, "SEALED_UNTIL_CLOSED"), reply.request.url
         scenario = http.get(f"{sealed.url}/{env}/scenario/{sid}").json()
-        assert set(scenario) == {"session_id", "task_id", "step_count", "done", "observation"}
+        assert set(scenario) == {"session_id", "task_id", "step_count", "done", "episode_id", "observation"}
     assert http.get(f"{sealed.url}/selective_verification/grade/{session}", headers=ADMIN).status_code == 200
     assert http.get(f"{sealed.url}/selective_verification/state/{session}", headers=ADMIN).status_code == 200
     assert http.get(f"{sealed.url}/web/api/explain/selective_verification/{session}", headers=ADMIN).status_code == 200
