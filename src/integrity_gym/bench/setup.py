@@ -33,7 +33,9 @@ def build_agent(name: str, env: Any, seed: int, llm_settings: Any = None) -> Any
 def make_env(spec: TaskSpec, config: BenchConfig) -> Any:
     """The environment an episode of ``spec`` plays: in-process with the run's config, or the server's."""
     if config.server:
-        return make(spec.id, url=config.server)
+        from integrity_gym.client.client import RemoteEnv
+
+        return RemoteEnv(config.server, spec.id, spec=spec)
     partition = {} if config.partition is None else {"partition": config.partition}
     return make(spec.id, **{**partition, **config.env_config})
 

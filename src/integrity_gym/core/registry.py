@@ -13,14 +13,13 @@ import importlib
 import re
 from collections.abc import Iterable
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, computed_field, field_validator, model_validator
 
 from integrity_gym.core.types import WireModel
 
 if TYPE_CHECKING:
-    from integrity_gym.client.client import RemoteEnv
     from integrity_gym.core.env import Env
 
 ENTRY_POINT_GROUP = "integrity_gym.tasks"
@@ -186,20 +185,11 @@ def list_tasks(pattern: str = "*") -> list[TaskSpec]:
     return default_registry().select(pattern)
 
 
-@overload
-def make(task_id: str, *, url: None = None, **config: Any) -> Env[Any, Any, Any]: ...
-@overload
-def make(task_id: str, *, url: str, **config: Any) -> RemoteEnv: ...
-def make(task_id: str, *, url: str | None = None, **config: Any) -> Env[Any, Any, Any] | RemoteEnv:
-    """Build the environment of ``task_id`` with ``config`` overriding the task's defaults.
+def make(task_id: str, **config: Any) -> Env[Any, Any, Any]:
+    """Build the environment of ``task_id`` in this process, ``config`` overriding the task's defaults.
 
-    With ``url`` (a running ``igym serve``), return a ``RemoteEnv`` client with the same
-    interface instead; ``config`` then takes the client's options (``transport="ws"|"http"``,
-    ``admin_token``, ``timeout``).
+    ``integrity_gym.make(task_id, url=...)`` builds a client of a running server instead; the core
+    knows no client.
     """
     spec = get_spec(task_id)
-    if url is not None:
-        from integrity_gym.client.client import RemoteEnv
-
-        return RemoteEnv(url, spec.id, spec=spec, **config)
     return spec.env_class()(spec, **config)
