@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -46,13 +46,12 @@ from integrity_gym.bench.summary import (
 )
 from integrity_gym.core.env import describe_validation_error
 from integrity_gym.core.registry import TaskSpec, get_spec
-from integrity_gym.core.seeding import data_mode, derive_seed
+from integrity_gym.core.seeding import PartitionChoice, data_mode, derive_seed
 from integrity_gym.core.types import Grade
 
 if TYPE_CHECKING:
     from integrity_gym.client.evaluation import SealedEvaluation
 
-Partition = Literal["train", "eval", "all"]
 _SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
 
 
@@ -72,7 +71,7 @@ class BenchConfig(BaseModel):
     max_failures: int = Field(0, ge=0, description="Failed episodes allowed before the run counts as failed.")
     seed: int = Field(0, ge=0, description="Seed of the first episode; episode i uses seed + i.")
     seeds: tuple[int, ...] | None = Field(None, description="Explicit episode seeds (overrides seed/episodes).")
-    partition: Partition | None = Field("eval", description="Partition of generated items (None: env default).")
+    partition: PartitionChoice | None = Field("eval", description="Partition of generated items (None: env default).")
     max_steps: int | None = Field(None, ge=1, description="Step cap per episode on top of the task's own.")
     server: str | None = Field(None, description="URL of an `igym serve` to play against (None: in-process).")
     sealed: bool = Field(

@@ -28,7 +28,10 @@ from typing import Literal
 
 import numpy as np
 
+#: The two disjoint halves of every generator's items.
 Partition = Literal["train", "eval"]
+#: What a task's config may ask for: one partition, or (where a generator interleaves them) both.
+PartitionChoice = Literal["train", "eval", "all"]
 
 #: Environment variable holding the eval secret; unset means public mode.
 EVAL_SECRET_ENV = "IGYM_EVAL_SECRET"

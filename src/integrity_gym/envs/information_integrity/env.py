@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, ValidationError
 
 from integrity_gym.core.env import Env, describe_validation_error, validate_config
-from integrity_gym.core.seeding import stable_id
+from integrity_gym.core.seeding import Partition, stable_id
 from integrity_gym.core.types import Grade, StepResult, WireModel
 from integrity_gym.envs.information_integrity import explain as explain_mod
 from integrity_gym.envs.information_integrity import reward as rw
@@ -63,7 +63,7 @@ class IntegrityConfig(WireModel):
         description="Generated scenarios (the evaluation) or the gold set, a public development set whose "
         "labels ship with the package.",
     )
-    partition: Literal["train", "eval"] = Field("eval", description="Partition of generated scenarios.")
+    partition: Partition = Field("eval", description="Partition of generated scenarios.")
     reward_preset: str = Field("default", description="Reward preset name (default, reference) or YAML path.")
     grader: str | None = Field(None, description="Grader name; default: the scenario's tier.")
     min_claims_verified: int = Field(1, ge=0, description="Claims to verify before deciding is not premature.")

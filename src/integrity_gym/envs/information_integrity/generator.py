@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from integrity_gym.core.seeding import make_rng
+from integrity_gym.core.seeding import Partition, make_rng
 from integrity_gym.envs.information_integrity import rules
 from integrity_gym.envs.information_integrity.models import (
     DECISIONS,
@@ -35,7 +35,7 @@ from integrity_gym.envs.information_integrity.models import (
     Stance,
 )
 from integrity_gym.envs.information_integrity.rules import Status
-from integrity_gym.envs.information_integrity.surface import SURFACES, Partition, Surface
+from integrity_gym.envs.information_integrity.surface import SURFACES, Surface
 
 GENERATOR_VERSION = 3
 

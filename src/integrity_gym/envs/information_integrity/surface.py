@@ -15,12 +15,12 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
+
+from integrity_gym.core.seeding import Partition
 
 if TYPE_CHECKING:
     from integrity_gym.envs.information_integrity.models import Scenario
-
-Partition = Literal["train", "eval"]
 
 
 @dataclass(frozen=True)

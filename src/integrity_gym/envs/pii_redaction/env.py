@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from integrity_gym.core.env import Env, InvalidActionError, validate_config
-from integrity_gym.core.seeding import partition_of, stable_id
+from integrity_gym.core.seeding import PartitionChoice, partition_of, stable_id
 from integrity_gym.core.spans import SpanUnion, StaticCoverage, iou
 from integrity_gym.core.types import Grade, StepResult, WireModel
 from integrity_gym.envs.pii_redaction import reward as rw
@@ -63,7 +63,7 @@ class PiiConfig(WireModel):
     window_size: int = Field(ge=100, le=1_000_000, description=f"Characters per window (env {WINDOW_ENV_VAR}).")
     min_chars: int | None = Field(None, ge=200, description="Minimum length of generated documents.")
     source: Literal["generated", "gold"] = Field("generated", description="Generated documents or the gold set.")
-    partition: Literal["train", "eval", "all"] = Field("eval", description="Partition of generated documents.")
+    partition: PartitionChoice = Field("eval", description="Partition of generated documents.")
     reward_preset: Literal["default", "reference"] = Field("default", description="Reward and grade formulas.")
     max_steps: int | None = Field(None, ge=1, description="Override of the task's step budget.")
 

@@ -16,13 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from integrity_gym.core.env import Env, InvalidActionError, validate_config
 from integrity_gym.core.registry import TaskSpec
-from integrity_gym.core.seeding import stable_id
+from integrity_gym.core.seeding import PartitionChoice, stable_id
 from integrity_gym.core.types import Grade, StepResult
 from integrity_gym.envs.selective_verification import grader
 from integrity_gym.envs.selective_verification.generator import (
     DifficultyChoice,
     GeneratedSource,
-    PartitionName,
     claim_text,
     label_rate_by_claim,
     png_bytes,
@@ -64,7 +63,7 @@ class VerificationConfig(BaseModel):
 
     variant: Literal["image", "text"] = Field("image", description="Picture claims or text claims.")
     split: Split = Field("balanced", description="Claim sampler (image variant).")
-    partition: PartitionName = Field("eval", description="train, eval or all (by SHA-256 of the image id).")
+    partition: PartitionChoice = Field("eval", description="train, eval or all (by SHA-256 of the image id).")
     num_tasks: int = Field(1000, ge=1, le=10_000_000, description="Items in the task (built lazily).")
     seed: int = Field(0, ge=0, description="Dataset seed.")
     scoring_rule: ScoringRule = Field("brier", description="brier or log.")
@@ -110,7 +109,7 @@ def _source(config: VerificationConfig, partition: str) -> Source:
     if config.source == "pope":
         assert config.pope_questions and config.pope_images
         return PopeSource(config.pope_questions, config.pope_images, partition, config.eval_fraction)
-    part = cast(PartitionName, partition)
+    part = cast(PartitionChoice, partition)
     if config.variant == "text":
         return TextSource(part, config.seed, config.eval_fraction)
     return GeneratedSource(config.split, part, config.seed, config.difficulty, config.image_size, config.eval_fraction)

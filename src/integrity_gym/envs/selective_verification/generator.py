@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
-from integrity_gym.core.seeding import make_rng, partition_of, stable_id
+from integrity_gym.core.seeding import PartitionChoice, make_rng, partition_of, stable_id
 from integrity_gym.envs.selective_verification.glyphs import CATEGORIES
 from integrity_gym.envs.selective_verification.models import DIFFICULTIES, Difficulty, Item
 from integrity_gym.envs.selective_verification.scenes import (
@@ -49,7 +49,6 @@ from integrity_gym.envs.selective_verification.scenes import (
 #: (version 1 gave each kind of place a background and each object its emoji's colours).
 GENERATOR_VERSION = "selective_verification/gen-v2"
 POPE_SPLITS = ("random", "popular", "adversarial")
-PartitionName = Literal["train", "eval", "all"]
 DifficultyChoice = Literal["easy", "medium", "hard", "mixed"]
 #: Claims per picture in the POPE samplers (half true, half false).
 QUESTIONS_PER_IMAGE = 6
@@ -123,7 +122,7 @@ class GeneratedSource:
     def __init__(
         self,
         split: str,
-        partition: PartitionName = "eval",
+        partition: PartitionChoice = "eval",
         seed: int = 0,
         difficulty: DifficultyChoice = "mixed",
         image_size: int = 192,

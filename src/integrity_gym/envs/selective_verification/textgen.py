@@ -15,8 +15,7 @@ import re
 import threading
 from functools import cache
 
-from integrity_gym.core.seeding import make_rng, partition_of, stable_id
-from integrity_gym.envs.selective_verification.generator import PartitionName
+from integrity_gym.core.seeding import PartitionChoice, make_rng, partition_of, stable_id
 from integrity_gym.envs.selective_verification.models import Item
 from integrity_gym.envs.selective_verification.scenes import SCENE_TYPES
 
@@ -93,7 +92,7 @@ class TextSource:
 
     split = "text"
 
-    def __init__(self, partition: PartitionName = "eval", seed: int = 0, eval_fraction: float = 0.2) -> None:
+    def __init__(self, partition: PartitionChoice = "eval", seed: int = 0, eval_fraction: float = 0.2) -> None:
         if partition not in ("train", "eval", "all"):
             raise ValueError(f"partition must be train, eval or all, not {partition!r}")
         self.partition, self.seed, self.eval_fraction = partition, seed, eval_fraction

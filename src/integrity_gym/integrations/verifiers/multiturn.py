@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from integrity_gym.core.registry import list_tasks
+from integrity_gym.core.seeding import Partition, PartitionChoice
 from integrity_gym.integrations.verifiers import load_verifiers
 from integrity_gym.integrations.verifiers.episodes import EnvEpisode
 
@@ -144,7 +145,7 @@ class PiiRedactionConfig(EpisodeTasksetConfig):
 
     env_name: ClassVar[str] = "pii_redaction"
     source: Literal["generated", "gold"] = Field("generated", description="Generated documents or the gold set.")
-    partition: Literal["train", "eval", "all"] = Field("eval", description="Partition of generated documents.")
+    partition: PartitionChoice = Field("eval", description="Partition of generated documents.")
 
     def reset_options(self) -> dict[str, Any]:
         """``source`` and ``partition``, passed to every reset."""
@@ -167,7 +168,7 @@ class InformationIntegrityConfig(EpisodeTasksetConfig):
         None, description="Tier of the scenarios; unset keeps the task's own."
     )
     source: Literal["generated", "gold"] = Field("generated", description="Generated scenarios or the gold set.")
-    partition: Literal["train", "eval"] = Field("eval", description="Partition of generated scenarios.")
+    partition: Partition = Field("eval", description="Partition of generated scenarios.")
 
     def reset_options(self) -> dict[str, Any]:
         """``difficulty`` (when set), ``source`` and ``partition``, passed to every reset."""

@@ -24,8 +24,9 @@ from pydantic import Field, model_validator
 
 from integrity_gym.core.env import validate_config
 from integrity_gym.core.registry import latest_task_id
+from integrity_gym.core.seeding import PartitionChoice
 from integrity_gym.envs.selective_verification.env import VerificationConfig
-from integrity_gym.envs.selective_verification.generator import DifficultyChoice, PartitionName
+from integrity_gym.envs.selective_verification.generator import DifficultyChoice
 from integrity_gym.envs.selective_verification.models import ScoringRule, Split
 from integrity_gym.integrations.verifiers import load_verifiers
 from integrity_gym.integrations.verifiers.episodes import EnvEpisode
@@ -48,7 +49,9 @@ class SelectiveVerificationConfig(vf.TasksetConfig):
     """Which items load (``--env.taskset.*``)."""
 
     split: Split = Field("balanced", description="Claim sampler: balanced, random, popular, adversarial or all.")
-    partition: PartitionName = Field("eval", description="train, eval or all (pictures split by SHA-256 of their id).")
+    partition: PartitionChoice = Field(
+        "eval", description="train, eval or all (pictures split by SHA-256 of their id)."
+    )
     num_tasks: int = Field(100, ge=1, le=1_000_000, description="Items to build (lazily).")
     seed: int = Field(0, ge=0, description="Dataset seed.")
     variant: Literal["image", "text"] = Field("image", description="Claims about pictures, or about passages.")
