@@ -24,7 +24,7 @@ $(DEV): pyproject.toml | $(BIN)/python
 bench: $(STAMP)
 	$(BIN)/igym bench --tasks '*' --agent heuristic --episodes $(EPISODES) --seed $(SEED) --out outputs/bench --overwrite
 
-# README results: the heuristic baselines and the bundled tiny LLM (SmolLM2-135M on llama.cpp,
+# docs/results.md: the heuristic baselines and the bundled tiny LLM (SmolLM2-135M on llama.cpp,
 # offline) on every task, then the report; writes docs/results.md and its figures in docs/results/.
 RESULTS_EPISODES ?= 20
 LLM_EPISODES     ?= 2
@@ -60,7 +60,7 @@ results: $(DEV)
 	$(BIN)/igym report outputs/results/heuristic outputs/results/presidio outputs/results/smollm2 \
 		outputs/results/smollm2-selective \
 		--title 'integrity-gym results' --note '$(RESULTS_NOTE)' --out outputs/results/report \
-		--markdown docs/results.md --assets docs/results --readme README.md --redteam outputs/results/redteam.json \
+		--markdown docs/results.md --assets docs/results --redteam outputs/results/redteam.json \
 		--overwrite
 
 lint: $(DEV)
