@@ -27,6 +27,10 @@ MAX_ERROR_CHARS = 500
 WASTED_STEP = 0.05
 
 
+#: Seeds are 64-bit signed integers: every generator's item ids and keyed draws are built for them.
+SEED_LIMIT = 2**63
+
+
 class InvalidActionError(ValueError):
     """An action the environment cannot carry out; the message says what was wrong."""
 
@@ -117,6 +121,8 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
         environment; ``scenario_id`` picks a specific item (by id or index); ``options`` holds
         environment-specific choices.
         """
+        if seed is not None and not -SEED_LIMIT <= seed < SEED_LIMIT:
+            raise ValueError(f"seed must be an integer in [-2**63, 2**63), got {seed}")
         if task is not None and task != self.spec.id:
             from integrity_gym.core.registry import get_spec
 

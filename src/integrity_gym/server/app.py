@@ -163,7 +163,10 @@ class ResetRequest(BaseModel):
     )
     # Strict: JSON true/false are not seeds or indices (the schema says integer, so must the server).
     seed: StrictInt | None = Field(
-        default=None, description="Seed of the episode; the same seed gives the same episode."
+        default=None,
+        ge=-(2**63),
+        lt=2**63,
+        description="Seed of the episode (a 64-bit signed integer); the same seed gives the same episode.",
     )
     scenario_id: StrictStr | StrictInt | None = Field(default=None, description="A specific item, by id or index.")
     options: dict[str, Any] | None = Field(default=None, description="Environment-specific reset options.")
