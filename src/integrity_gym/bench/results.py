@@ -73,15 +73,36 @@ CREATE INDEX IF NOT EXISTS episodes_by_task ON episodes(task_id);
 """
 
 
+#: Seconds a writer waits for another process's write to finish before giving up.
+BUSY_TIMEOUT_S = 60.0
+
+
 class ResultsDB:
-    """A results database file; one connection, used from one thread."""
+    """A results database file; one connection, used from one thread.
+
+    Several processes may write one file at once (parallel ``igym bench`` runs): the database is in
+    WAL mode and each connection waits up to ``BUSY_TIMEOUT_S`` for another's write. A SQLite file
+    of another application is refused before anything is written to it.
+    """
 
     def __init__(self, path: str | Path = DEFAULT_DB) -> None:
         self.path = Path(path)
         if str(self.path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._db = sqlite3.connect(str(self.path))
+            self._db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S)
+            tables = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            ours = "meta" in tables and (
+                self._db.execute("SELECT 1 FROM meta WHERE key = 'schema_version'").fetchone() is not None
+            )
+            if tables and not ours:
+                self._db.close()
+                raise ValueError(
+                    f"{self.path} is a SQLite database of another application (tables: {', '.join(sorted(tables))}); "
+                    "it was left untouched: pass another --db"
+                )
+            if str(self.path) != ":memory:":
+                self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA foreign_keys = ON")
             self._db.executescript(_SCHEMA)
             row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
