@@ -39,6 +39,7 @@ from integrity_gym.server.security import (
     SwallowHandledErrors,
     admin_token_from_env,
     install_error_handlers,
+    redact_tokens_in_logs,
 )
 from integrity_gym.server.sessions import Session, SessionStore, build_store
 
@@ -352,6 +353,7 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
     from integrity_gym.server.ws import add_ws_route
 
     config = config or ServerConfig(admin_token=admin_token_from_env())
+    redact_tokens_in_logs()
     if config.sealed:
         require_eval_secret()
     specs = list(tasks) if tasks is not None else config.task_specs()

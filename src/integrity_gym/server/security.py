@@ -90,6 +90,34 @@ class ApiError(Exception):
         self.extra = extra
 
 
+class RedactTokens(logging.Filter):
+    """Masks ``admin_token=...`` in the request lines uvicorn logs (HTTP access, WebSocket handshakes)."""
+
+    _TOKEN = re.compile(r"(admin_token=)[^&\s\"]*")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite the record's arguments and message; never drop it."""
+        if isinstance(record.args, tuple):
+            record.args = tuple(self._TOKEN.sub(r"\1<redacted>", a) if isinstance(a, str) else a for a in record.args)
+        if isinstance(record.msg, str):
+            record.msg = self._TOKEN.sub(r"\1<redacted>", record.msg)
+        return True
+
+
+def redact_tokens_in_logs() -> None:
+    """Keep tokens sent as ``?admin_token=`` out of uvicorn's logs, however the server was started.
+
+    ``igym serve`` turns uvicorn's access log off, but ``uvicorn integrity_gym.server.asgi:app``
+    keeps it, and every WebSocket handshake is logged with its query string. The header
+    (``Authorization: Bearer``) is the documented way; the query form is for clients that cannot
+    set headers, and it is masked here.
+    """
+    for name in ("uvicorn.access", "uvicorn.error"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactTokens) for f in logger.filters):
+            logger.addFilter(RedactTokens())
+
+
 def admin_token_from_env() -> str | None:
     """The admin token configured through ``IGYM_ADMIN_TOKEN`` (``None`` when unset or empty)."""
     return os.environ.get(ADMIN_TOKEN_ENV) or None
