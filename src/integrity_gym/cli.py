@@ -311,7 +311,9 @@ def report(
     overwrite: Annotated[bool, typer.Option(help="Replace a report (or --markdown file) already there.")] = False,
 ) -> None:
     """Write a self-contained HTML report with plots (and PNGs) for benchmark runs and training runs."""
-    from integrity_gym.bench.report import load_inputs, load_redteam, parse_trace_choices, write_markdown, write_report
+    from integrity_gym.report.inputs import load_inputs, load_redteam, parse_trace_choices
+    from integrity_gym.report.markdown import write_markdown
+    from integrity_gym.report.page import write_report
 
     taken = [p for p in (out / "report.html", markdown) if p is not None and p.exists()]
     if taken and not overwrite:
@@ -570,8 +572,8 @@ def serve(
             raise _fail(f"--corpus {corpus} is not a folder")
         os.environ["IGYM_CORPUS_DIR"] = str(corpus.resolve())  # read by the collect hook, in every worker
     try:
-        from integrity_gym.server.app import ServerConfig
-        from integrity_gym.server.app import serve as run_server
+        from integrity_gym.server import ServerConfig
+        from integrity_gym.server import serve as run_server
         from integrity_gym.server.security import admin_token_from_env
     except ImportError as exc:
         raise _fail(f"the server needs the 'server' extra: pip install 'integrity-gym[server]' ({exc})") from exc
@@ -666,7 +668,7 @@ def train(
             )
     console.print(f"model saved in {result.model_dir}; per-step log {result.log_path}")
     try:
-        from integrity_gym.train.curves import draw_training
+        from integrity_gym.report.curves import draw_training
 
         console.print(f"training curves: {draw_training(out, out / 'training.png')}")
     except ImportError as exc:

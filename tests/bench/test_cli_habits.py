@@ -351,7 +351,8 @@ def test_sigterm_interrupts_a_run_cleanly_and_it_resumes(tmp_path: Path) -> None
 def test_cut_off_episodes_tokens_and_latency_are_shown_not_hidden(tmp_path: Path) -> None:
     # A run cut by --max-steps used to read "grade 0.000, steps 2.0": a cut-off taken for a failure.
     from integrity_gym.agents.llm import LLMSettings
-    from integrity_gym.bench.report import load_run, write_report
+    from integrity_gym.bench.runs import load_run
+    from integrity_gym.report.page import write_report
     from tests.agents.openai_stub import openai_stub
 
     cut = run_bench(bench=BenchConfig.build(tasks="information_integrity/easy", agent="noop", episodes=2, max_steps=2),

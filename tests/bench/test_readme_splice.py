@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from integrity_gym.bench.report import README_END, README_START, splice_readme
+from integrity_gym.report.markdown import README_END, README_START, splice_readme
 
 
 def test_the_results_block_is_replaced_and_the_rest_kept(tmp_path: Path) -> None:

@@ -11,9 +11,12 @@ import pytest
 from PIL import Image
 
 import integrity_gym
-from integrity_gym.bench import plots
-from integrity_gym.bench.report import load_run, parse_trace_choices, write_markdown, write_report
 from integrity_gym.bench.runner import BenchConfig, run_bench
+from integrity_gym.bench.runs import load_run
+from integrity_gym.report import plots
+from integrity_gym.report.inputs import parse_trace_choices
+from integrity_gym.report.markdown import write_markdown
+from integrity_gym.report.page import write_report
 
 TASKS = "pii_redaction/gdpr*,information_integrity/easy*,selective_verification/text*"
 

@@ -37,7 +37,7 @@ def test_another_applications_file_is_refused_and_left_untouched(tmp_path: Path,
     with sqlite3.connect(path) as conn:
         conn.execute(other)
     before = path.read_bytes()
-    with pytest.raises(ValueError, match="another application.*left untouched: pass another --db"):
+    with pytest.raises(ValueError, match=r"another application.*left untouched: pass another --db"):
         ResultsDB(path)
     assert path.read_bytes() == before
     result = subprocess.run(

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from integrity_gym.bench.report import load_redteam, load_run, write_markdown
 from integrity_gym.bench.runner import BenchConfig, run_bench
+from integrity_gym.bench.runs import load_run
 from integrity_gym.cli import app
+from integrity_gym.report.inputs import load_redteam
+from integrity_gym.report.markdown import write_markdown
 
 TASK = "information_integrity/easy-v3"
 

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from integrity_gym.bench.report import load_run, write_markdown
 from integrity_gym.bench.results import ResultsDB
+from integrity_gym.bench.runs import load_run
+from integrity_gym.report.markdown import write_markdown
 from tests.server.servers import ServerProcess, start_server
 from tests.server.test_sealed import SECRET_ENV
 

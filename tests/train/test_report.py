@@ -17,12 +17,14 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-from integrity_gym.bench.report import load_inputs, load_run, write_markdown, write_report
 from integrity_gym.bench.runner import BenchConfig, run_bench
+from integrity_gym.bench.runs import load_run
 from integrity_gym.cli import app
+from integrity_gym.report.inputs import load_inputs
+from integrity_gym.report.markdown import write_markdown
+from integrity_gym.report.page import write_report
+from integrity_gym.report.training import EVAL_DIRS, LOG_NAME, SUMMARY_NAME, stage_cells
 from integrity_gym.train.grpo import StepLog, TrainConfig
-from integrity_gym.train.layout import EVAL_DIRS, LOG_NAME, SUMMARY_NAME
-from integrity_gym.train.report import stage_cells
 
 TASK = "selective_verification/text-v3"
 

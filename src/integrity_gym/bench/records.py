@@ -1,7 +1,7 @@
 """Typed records that pass from the runner to the log, the run folder, the database and the report.
 
 One ``EpisodeRecord`` is one line of ``episodes.jsonl`` (``model_dump(mode="json")``); its field
-names are the JSON keys that ``bench.report.load_run`` reads. One ``TaskSummary`` is one entry of
+names are the JSON keys that ``bench.runs.load_run`` reads. One ``TaskSummary`` is one entry of
 ``summary.json``'s ``tasks`` and one row of the database's ``task_summaries``.
 """
 

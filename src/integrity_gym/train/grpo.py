@@ -33,7 +33,7 @@ from integrity_gym.agents.llm import LLMSettings, prompt_messages, read_action
 from integrity_gym.agents.prompts import get_adapter, text_of
 from integrity_gym.core.env import describe_validation_error
 from integrity_gym.core.registry import get_spec, make
-from integrity_gym.train.layout import EVAL_DIRS, LOG_NAME, SUMMARY_NAME
+from integrity_gym.report.training import EVAL_DIRS, LOG_NAME, SUMMARY_NAME
 from integrity_gym.train.model import BUNDLED, load_model, render, require_train_extra, save_model
 
 DEFAULT_PREFILL = '{"verdict": "'

@@ -3,7 +3,7 @@
 It lists the episodes with their grades, filters them by task and outcome, and steps through a
 trajectory (observations, actions, step rewards, the return curve); with two runs it shows the
 same episodes (same task, seed and epoch) side by side. The run folders are read with the
-report's own reader (``bench.report.load_run``); the results database, when it knows a run, adds
+report's own reader (``bench.runs.load_run``); the results database, when it knows a run, adds
 the run's status and when it was made.
 """
 
@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from integrity_gym.bench.report import RunData, load_run
+from integrity_gym.bench.runs import RunData, load_run
 from integrity_gym.web import page, static_dir
 
 #: Fields of an episode the list shows (the trajectory is fetched when the episode is opened).

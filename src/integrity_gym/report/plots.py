@@ -1,7 +1,10 @@
 """The report's figures, drawn with matplotlib (the ``report`` extra) into PNG files.
 
-Every function takes loaded runs (``report.RunData``) and returns the PNG path it wrote, or
-``None`` when the runs hold nothing to draw (e.g. no selective-verification episodes).
+Every figure function takes loaded runs (``bench.runs.RunData``) and returns the PNG path it
+wrote, or ``None`` when the runs hold nothing to draw (e.g. no selective-verification episodes).
+``pyplot()`` and ``save()`` are the two steps every figure of the report shares, the training
+curves (``curves``) included: matplotlib's pyplot on the file-only backend, and one PNG written
+the same way (dpi, tight box, no software stamp) then closed.
 """
 
 from __future__ import annotations
@@ -13,8 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from integrity_gym.bench.summary import mean_interval
+from integrity_gym.report.inputs import task_order
+
 if TYPE_CHECKING:
-    from integrity_gym.bench.report import References, RunData
+    from integrity_gym.bench.runs import RunData
+    from integrity_gym.report.inputs import References
 
 #: Breakdown keys that describe an item or a setting, or where lower is better: never a radar axis.
 _NOT_DIMENSIONS = ("leak", "error", "malformed", "repair", "abstain", "claim_true", "blind", "q_star", "threshold",
@@ -27,8 +34,6 @@ _NOT_DIMENSIONS_BY_ENV = {"selective_verification": ("confidence", "answered", "
 
 def whiskers(scores: Sequence[float]) -> tuple[float, float]:
     """Below and above the mean: the same 95% t-interval as ``summary.json``'s ``score_ci95``."""
-    from integrity_gym.bench.summary import mean_interval
-
     interval = mean_interval(scores)
     if interval is None:
         return 0.0, 0.0
@@ -36,7 +41,8 @@ def whiskers(scores: Sequence[float]) -> tuple[float, float]:
     return mean - interval[0], interval[1] - mean
 
 
-def _plt() -> Any:
+def pyplot() -> Any:
+    """The pyplot module on the Agg backend (files only, no window); an ImportError names the extra."""
     try:
         import matplotlib
     except ImportError as exc:  # pragma: no cover - depends on the install
@@ -47,30 +53,22 @@ def _plt() -> Any:
     return plt
 
 
-def _save(fig: Any, path: Path) -> Path:
+def save(fig: Any, path: Path) -> Path:
+    """Write ``fig`` to the PNG ``path`` (its folder made if need be), close it and return ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Software": None})
-    _plt().close(fig)
+    pyplot().close(fig)
     return path
 
 
 def _colors(n: int) -> list[Any]:
-    cmap = _plt().get_cmap("tab10")
+    cmap = pyplot().get_cmap("tab10")
     return [cmap(i % 10) for i in range(n)]
 
 
 def _short(task_id: str) -> str:
     env, _, name = task_id.partition("/")
     return f"{env.split('_')[0]}/{name}"
-
-
-def task_order(runs: Sequence[RunData]) -> list[str]:
-    """Every task of the runs, in first-seen order."""
-    seen: dict[str, None] = {}
-    for run in runs:
-        for task_id in run.tasks:
-            seen.setdefault(task_id, None)
-    return list(seen)
 
 
 def grades_by_task(runs: Sequence[RunData], path: Path, references: References | None = None) -> Path | None:
@@ -82,7 +80,7 @@ def grades_by_task(runs: Sequence[RunData], path: Path, references: References |
     tasks = task_order(runs)
     if not tasks:
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(tasks) + 2), 4.2))
     width = 0.8 / len(runs)
     x = np.arange(len(tasks))
@@ -115,7 +113,7 @@ def grades_by_task(runs: Sequence[RunData], path: Path, references: References |
     ax.set_title("Grade by task")
     ax.legend(fontsize=8, loc="upper right", bbox_to_anchor=(1.0, -0.35), ncol=min(4, len(runs) + 1))
     ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def selective_skill(runs: Sequence[RunData], path: Path) -> Path | None:
@@ -127,7 +125,7 @@ def selective_skill(runs: Sequence[RunData], path: Path) -> Path | None:
     tasks = [t for t in task_order(runs) if any(selective_figures(r, t) for r in runs)]
     if not tasks:
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(tasks) + 2), 4.2))
     width = 0.8 / len(runs)
     x = np.arange(len(tasks))
@@ -167,7 +165,7 @@ def selective_skill(runs: Sequence[RunData], path: Path) -> Path | None:
     ax.legend(unique.values(), unique.keys(), fontsize=8, loc="upper right", bbox_to_anchor=(1.0, -0.35),
               ncol=min(3, len(unique)))  # fmt: skip
     ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def selective_figures(run: RunData, task_id: str) -> dict[str, Any] | None:
@@ -201,7 +199,7 @@ def radar(runs: Sequence[RunData], path: Path) -> Path | None:
     envs = [e for e in dict.fromkeys(t.split("/")[0] for t in task_order(runs)) if len(dimensions(runs, e)) >= 3]
     if not envs:
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(envs), figsize=(4.6 * len(envs), 4.6), subplot_kw={"projection": "polar"})
     axes = np.atleast_1d(axes)
     for ax, env in zip(axes, envs, strict=True):
@@ -226,7 +224,7 @@ def radar(runs: Sequence[RunData], path: Path) -> Path | None:
             handles.setdefault(label, handle)
     axes[-1].legend(handles.values(), handles.keys(), fontsize=8, loc="upper left", bbox_to_anchor=(1.05, 1.1))
     fig.subplots_adjust(wspace=0.55)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def reward_traces(runs: Sequence[RunData], path: Path, chosen: dict[str, int] | None = None) -> Path | None:
@@ -234,7 +232,7 @@ def reward_traces(runs: Sequence[RunData], path: Path, chosen: dict[str, int] | 
     tasks = [t for t in task_order(runs) if any(len(r.trace(t, (chosen or {}).get(t))) > 1 for r in runs)]
     if not tasks:
         return None
-    plt = _plt()
+    plt = pyplot()
     cols = min(3, len(tasks))
     rows = math.ceil(len(tasks) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.0 * rows), squeeze=False)
@@ -258,7 +256,7 @@ def reward_traces(runs: Sequence[RunData], path: Path, chosen: dict[str, int] | 
         ax.set_visible(False)
     fig.suptitle("Step rewards (dots) and running return (lines)", fontsize=10)
     fig.tight_layout()
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def mean_vs_variance(runs: Sequence[RunData], path: Path) -> tuple[Path | None, str]:
@@ -273,7 +271,7 @@ def mean_vs_variance(runs: Sequence[RunData], path: Path) -> tuple[Path | None, 
         for task_id in task_order(group)
         if len(means := [float(np.mean(s)) for r in group if (s := r.scores(task_id))]) > 1
     }
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     if repeated:
         kind = "run-to-run standard deviation of the task's mean grade"
@@ -305,7 +303,7 @@ def mean_vs_variance(runs: Sequence[RunData], path: Path) -> tuple[Path | None, 
     ax.set_ylabel("standard deviation")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    return _save(fig, path), kind
+    return save(fig, path), kind
 
 
 def _selective(run: RunData) -> list[dict[str, float]]:
@@ -318,7 +316,7 @@ def reliability(runs: Sequence[RunData], path: Path, bins: int = 10) -> Path | N
     data = [(run, rows) for run in runs if (rows := [b for b in _selective(run) if b["answered"] >= 0.5])]
     if not data:
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.2, 5.0))
     ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfect calibration")
     edges = np.linspace(0, 1, bins + 1)
@@ -345,7 +343,7 @@ def reliability(runs: Sequence[RunData], path: Path, bins: int = 10) -> Path | N
     ax.set_title("Reliability (selective verification, answered items)", fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def _risk_coverage(confidence: np.ndarray, correct: np.ndarray, answered: np.ndarray) -> tuple[Any, Any]:
@@ -362,7 +360,7 @@ def risk_coverage(runs: Sequence[RunData], path: Path) -> Path | None:
     data = [(run, rows) for run in runs if (rows := _selective(run))]
     if not data:
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.6, 4.4))
     palette = _colors(len(runs))
     for run, rows in data:
@@ -384,4 +382,4 @@ def risk_coverage(runs: Sequence[RunData], path: Path) -> Path | None:
     ax.set_title("Risk-coverage (selective verification)", fontsize=10)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return save(fig, path)

@@ -1,34 +1,19 @@
-"""Training curves from a ``igym train`` folder: per-step reward, malformed and abstain rates, gain.
+"""Training curves of an ``igym train --out`` folder: per-step reward, malformed and abstain rates, gain.
 
-``draw_training(folder, png)`` reads ``train_log.jsonl`` (one line per GRPO step, written by
-``grpo.EnvReward``) and ``train_summary.json`` (the before/after eval) and draws four panels:
+``draw_training(folder, png)`` reads the folder (``training.load_training``: ``train_log.jsonl``,
+one line per GRPO step, and ``train_summary.json``, the before/after eval) and draws four panels:
 train reward against the always-abstain floor, ``reward_gain`` over that floor, malformed and
 abstain rates, and the eval mean grade before and after with 95% intervals. Needs matplotlib
-(the ``report`` extra). ``python -m integrity_gym.train.curves FOLDER PNG`` redraws one.
+(the ``report`` extra). ``python -m integrity_gym.report.curves FOLDER PNG`` redraws one.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
-from typing import Any
 
-from integrity_gym.train.layout import LOG_NAME, SUMMARY_NAME
-
-
-def read_log(folder: Path) -> list[dict[str, Any]]:
-    """The per-step lines of a training folder, in step order."""
-    path = folder / LOG_NAME
-    if not path.is_file():
-        raise ValueError(f"{folder} holds no {LOG_NAME}: is it an `igym train --out` folder?")
-    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    return sorted(lines, key=lambda x: int(x["step"]))
-
-
-def graded_episodes(steps: list[dict[str, Any]]) -> bool:
-    """Whether the log's rewards are whole episodes' grades (a multi-step task) rather than step rewards."""
-    return any(s.get("reward") == "grade" for s in steps)
+from integrity_gym.report.plots import pyplot, save
+from integrity_gym.report.training import load_training
 
 
 def _rolling(values: list[float], width: int = 5) -> list[float]:
@@ -41,24 +26,21 @@ def _rolling(values: list[float], width: int = 5) -> list[float]:
 
 def draw_training(folder: Path, png: Path) -> Path:
     """Draw the four training panels of ``folder`` into ``png``; return ``png``."""
-    from integrity_gym.bench.plots import _plt, _save
-
-    steps = read_log(folder)
-    summary_path = folder / SUMMARY_NAME
-    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    training = load_training(folder)
+    steps = training.steps
     x = [int(s["step"]) for s in steps]
     n = steps[0]["n"] if steps else 0
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(10, 6.5))
     ax = axes[0][0]
     reward = [float(s["reward_mean"]) for s in steps]
-    unit = "episodes" if graded_episodes(steps) else "completions"
+    unit = "episodes" if training.multi_step else "completions"
     ax.plot(x, reward, "o", ms=3, alpha=0.5, label=f"mean of {n} {unit}")
     ax.plot(x, _rolling(reward), "-", label="rolling mean (5 steps)")
     floors = [s["abstain_floor"] for s in steps if s.get("abstain_floor") is not None]
     if floors:
         ax.axhline(floors[0], ls=":", color="k", label="always abstain")
-    title = "train reward (episode grade)" if graded_episodes(steps) else "train reward"
+    title = "train reward (episode grade)" if training.multi_step else "train reward"
     ax.set(title=title, xlabel="step", ylim=(-0.02, 1.02))
     ax.legend(fontsize=8)
     ax = axes[0][1]
@@ -78,7 +60,7 @@ def draw_training(folder: Path, png: Path) -> Path:
     ax.set(title="share of replies", xlabel="step", ylim=(-0.02, 1.02))
     ax.legend(fontsize=8)
     ax = axes[1][1]
-    stages: list[tuple[str, dict[str, Any]]] = [(k, summary[k]) for k in ("before", "after") if summary.get(k)]
+    stages = training.stages()
     for i, (_, s) in enumerate(stages):
         mean = s["mean_score"]
         low, high = s.get("score_ci95") or (mean, mean)
@@ -91,11 +73,11 @@ def draw_training(folder: Path, png: Path) -> Path:
     ax.set(title=f"eval partition, greedy ({episodes} items, 95% CI)", xlim=(-0.5, 1.5), ylim=(-0.02, 1.02))
     ax.set_xticks(range(len(stages)), [name for name, _ in stages])
     fig.tight_layout()
-    return _save(fig, png)
+    return save(fig, png)
 
 
 def main() -> None:
-    """``python -m integrity_gym.train.curves FOLDER PNG``."""
+    """``python -m integrity_gym.report.curves FOLDER PNG``."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("folder", type=Path)
     parser.add_argument("png", type=Path)

@@ -1,23 +1,26 @@
-"""The training section of ``igym report``: an ``igym train --out`` folder's curves and before/after eval.
+"""An ``igym train --out`` folder, read from its files: what the report's training section shows.
 
-``load_training(folder)`` reads ``train_summary.json`` and ``train_log.jsonl``. ``training_html``
-and ``training_markdown`` write the section: what was trained, the eval table before and after
-training (n, mean grade with its 95% interval, malformed and abstain rates, the turn cap) and the
-curves that ``curves.draw_training`` draws. The eval runs themselves are ordinary run folders
-(``eval-before/``, ``eval-after/``): ``bench.report.load_inputs`` adds them to the report's runs.
+The trainer (``train.grpo``) writes the folder with the names below; this module reads it back as
+plain JSON, so that reporting on a training run imports nothing of the training code (nor torch).
+``load_training(folder)`` reads ``train_summary.json`` and ``train_log.jsonl``; ``stage_cells``
+gives the before/after table's cells, in ``COLUMNS`` order, to the HTML and Markdown sections.
+The eval runs themselves are ordinary run folders (``eval-before/``, ``eval-after/``):
+``inputs.load_inputs`` adds them to the report's runs.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from integrity_gym.train.curves import draw_training, graded_episodes, read_log
-from integrity_gym.train.layout import EVAL_DIRS, LOG_NAME, SUMMARY_NAME
+#: One JSON line per training step (``train.grpo.StepLog``).
+LOG_NAME = "train_log.jsonl"
+#: The run's configuration and its before/after evaluation.
+SUMMARY_NAME = "train_summary.json"
+#: The eval runs' folders inside a training folder, before and after training (``igym bench`` run folders).
+EVAL_DIRS = {"before": "eval-before", "after": "eval-after"}
 
 CAPTION = (
     "Per GRPO step: the mean train reward (for a multi-step task, the episode's grade) with a rolling mean "
@@ -31,6 +34,20 @@ COLUMNS = ("stage", "model", "n", "mean grade", "95% CI", "malformed", "abstain"
 def is_training(folder: Path) -> bool:
     """Whether ``folder`` was written by ``igym train --out`` (it holds the per-step log)."""
     return (folder / LOG_NAME).is_file()
+
+
+def read_log(folder: Path) -> list[dict[str, Any]]:
+    """The per-step lines of a training folder, in step order."""
+    path = folder / LOG_NAME
+    if not path.is_file():
+        raise ValueError(f"{folder} holds no {LOG_NAME}: is it an `igym train --out` folder?")
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return sorted(lines, key=lambda x: int(x["step"]))
+
+
+def graded_episodes(steps: list[dict[str, Any]]) -> bool:
+    """Whether the log's rewards are whole episodes' grades (a multi-step task) rather than step rewards."""
+    return any(s.get("reward") == "grade" for s in steps)
 
 
 @dataclass(frozen=True)
@@ -96,34 +113,3 @@ def stage_cells(stage: str, s: dict[str, Any]) -> list[str]:
         f"{s['malformed_rate']:.2f}", f"{s['abstain_rate']:.2f}", "–" if cap is None else str(cap),
         str(s.get("run_id", "")),
     ]  # fmt: skip
-
-
-def training_html(training: Training, png: Path) -> str:
-    """The HTML section of one training folder, its curves drawn into ``png`` and inlined."""
-    draw_training(training.path, png)
-    head = "".join(f"<th>{c}</th>" for c in COLUMNS)
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in stage_cells(stage, s)) + "</tr>"
-        for stage, s in training.stages()
-    )
-    table = f"<table><tr>{head}</tr>{rows}</table>" if rows else "<p>No eval before/after (--eval-episodes 0).</p>"
-    data = base64.b64encode(png.read_bytes()).decode("ascii")
-    return (
-        f"<h2>Training: {html.escape(training.path.name)}</h2><p>{html.escape(training.describe())}</p>"
-        f"<h3>Eval partition, before and after</h3>{table}"
-        f"<figure><h3>Training curves</h3><img alt='training curves' src='data:image/png;base64,{data}'>"
-        f"<figcaption>{html.escape(CAPTION)}</figcaption></figure>"
-    )
-
-
-def training_markdown(training: Training, png: Path, link: str) -> str:
-    """The Markdown section of one training folder, its curves drawn into ``png``, linked as ``link``."""
-    draw_training(training.path, png)
-    lines = [f"## Training: {training.path.name}", "", training.describe(), ""]
-    stages = training.stages()
-    if stages:
-        lines += ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-        lines += ["| " + " | ".join(stage_cells(stage, s)) + " |" for stage, s in stages]
-        lines.append("")
-    lines += [f"**Training curves.** {CAPTION}", "", f"![training curves]({link})", ""]
-    return "\n".join(lines)
