@@ -6,7 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import integrity_gym
-from integrity_gym.server.app import ServerConfig, create_app
+from integrity_gym.server import ServerConfig, create_app
 
 
 @pytest.mark.parametrize("task", [s.id for s in integrity_gym.list_tasks()])

@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
-from integrity_gym.server.app import ServerConfig, create_app
+from integrity_gym.server import ServerConfig, create_app
 from integrity_gym.server.security import MAX_JSON_DEPTH, json_too_deep
 from tests.server.episodes import ENV_NAMES, SERVED
 from tests.server.servers import ADMIN_TOKEN

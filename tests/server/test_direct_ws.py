@@ -28,8 +28,7 @@ from websockets.http11 import Response
 from websockets.sync.client import ClientConnection, connect
 from websockets.uri import parse_uri
 
-from integrity_gym.server import ws
-from integrity_gym.server.app import ServerConfig, create_app, serve
+from integrity_gym.server import ServerConfig, create_app, serve, ws
 from tests.server.servers import ServerProcess
 
 DIRECT = "integrity_gym.server.ws:DirectWebSocketProtocol"

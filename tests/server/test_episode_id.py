@@ -14,7 +14,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from integrity_gym.server.app import ServerConfig, create_app
+from integrity_gym.server import ServerConfig, create_app
 
 
 def _uuid(value: Any) -> str:

@@ -20,7 +20,7 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.testclient import WebSocketTestSession
 
-from integrity_gym.server.app import ServerConfig, create_app
+from integrity_gym.server import ServerConfig, create_app
 from integrity_gym.server.sessions import Session
 from integrity_gym.server.ws import MESSAGE_TYPES
 from tests.server.episodes import ENV_NAMES, SERVED

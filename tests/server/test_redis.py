@@ -180,7 +180,7 @@ def test_redis_down_is_a_503_naming_the_session_store_and_recovers() -> None:
     from fastapi.testclient import TestClient
     from starlette.websockets import WebSocketDisconnect
 
-    from integrity_gym.server.app import ServerConfig, create_app
+    from integrity_gym.server import ServerConfig, create_app
     from integrity_gym.server.minimal import MINIMAL_TASK
     from tests.server.servers import start_redis, stop_process
 

@@ -30,7 +30,7 @@ from websockets.sync.client import connect
 
 from integrity_gym.agents.redteam import server_probes
 from integrity_gym.core.registry import get_spec
-from integrity_gym.server.app import ServerConfig, create_app
+from integrity_gym.server import ServerConfig, create_app
 from tests.conftest import require_service
 from tests.server.servers import (
     ADMIN_TOKEN,

@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from integrity_gym.core.registry import get_spec
-from integrity_gym.server.app import ServerConfig, create_app
+from integrity_gym.server import ServerConfig, create_app
 from integrity_gym.web import CONTENT_SECURITY_POLICY, static_dir
 
 PAGES = ("playground.html", "viewer.html")

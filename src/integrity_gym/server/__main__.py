@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from integrity_gym.server.app import ServerConfig, serve
+from integrity_gym.server.app import serve
+from integrity_gym.server.config import ServerConfig
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,330 +14,47 @@ from __future__ import annotations
 
 import contextlib
 import html
-import importlib
-import inspect
 import json
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
+from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, create_model
 
 import integrity_gym
-from integrity_gym.core.env import Env
-from integrity_gym.core.registry import TaskSpec, list_tasks
-from integrity_gym.server.compat import PROFILE_ENVS, PROFILES, Profile, ProfileName, RootMount
+from integrity_gym.core.registry import TaskSpec
+from integrity_gym.server.compat import PROFILES, RootMount
+from integrity_gym.server.config import ServerConfig
 from integrity_gym.server.security import (
-    ApiError,
     BodyLimitMiddleware,
     SwallowHandledErrors,
     admin_token_from_env,
     install_error_handlers,
     redact_tokens_in_logs,
 )
-from integrity_gym.server.sessions import Session, SessionStore, build_store
+from integrity_gym.server.service import AnyEnv, EnvService, StoreHolder
+from integrity_gym.server.sessions import build_store
 
 log = logging.getLogger("integrity_gym.server")
 
-AnyEnv = Env[Any, Any, Any]
 
 #: Version of the HTTP protocol each environment's ``/<env>/openapi.json`` declares
 #: (OpenEnv's runtime validator reads ``info.version``; 1.x is its current standard).
 OPENENV_PROTOCOL_VERSION = "1.0.0"
 
 
-class ServerConfig(BaseModel):
-    """Settings of one server process (``igym serve`` options map onto these)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    sessions: str = Field(
-        default="memory", description="Session store: 'memory' or a redis:// URL shared by several processes."
-    )
-    max_sessions: int = Field(
-        default=1024, ge=1, description="Most sessions open at once (HTTP and WebSocket together)."
-    )
-    session_ttl_s: float = Field(
-        default=600.0, gt=0, description="Idle seconds after which the reaper closes a session."
-    )
-    reap_interval_s: float | None = Field(
-        default=None, gt=0, description="Seconds between reaper passes (default: ttl/4, at most 15 s)."
-    )
-    max_body_bytes: int = Field(
-        default=1 << 20, ge=1024, description="Largest HTTP request body or WebSocket message accepted."
-    )
-    admin_token: str | None = Field(
-        default=None, description="Token that unlocks full state (ground truth); None disables it."
-    )
-    tasks: str = Field(
-        default="*", description="Glob (comma-separated globs allowed) over registered task ids to serve."
-    )
-    extra_tasks: tuple[str, ...] = Field(
-        default=(),
-        description="Unregistered tasks to serve too, as 'module:ATTR' naming a TaskSpec or a sequence of them.",
-    )
-    root: str | None = Field(
-        default=None, description="Environment also served at '/' (as an OpenEnv Space serves its one environment)."
-    )
-    profile: ProfileName | None = Field(
-        default=None,
-        description="Speak a seed client's dialect: 'seed001' (pii_redaction) or 'seed000' (information_integrity); "
-        "implies --root of that environment.",
-    )
-    sealed: bool = Field(
-        default=False,
-        description="Sealed evaluations: episodes are handed out only by POST /evaluations (the server draws each "
-        "item), observations name no item, and grades wait for the evaluation's close. Needs IGYM_EVAL_SECRET.",
-    )
-    evaluation_ttl_s: float = Field(
-        default=86400.0, gt=0, description="Seconds an evaluation (and, once closed, its results) is kept."
-    )
-    max_evaluations: int = Field(default=64, ge=1, description="Most evaluations open at once (sealed servers).")
-
-    def root_env(self) -> str | None:
-        """The environment served at '/', from ``root`` or the profile; ``ValueError`` if they disagree."""
-        wanted = PROFILE_ENVS[self.profile] if self.profile else None
-        if self.root and wanted and self.root != wanted:
-            raise ValueError(f"profile {self.profile} is for {wanted}, not --root {self.root}")
-        return self.root or wanted
-
-    def task_specs(self) -> list[TaskSpec]:
-        """The registered tasks matching ``tasks`` plus the ``extra_tasks``."""
-        specs = list_tasks(self.tasks)
-        for ref in self.extra_tasks:
-            module_name, _, attr = ref.partition(":")
-            try:
-                loaded = getattr(importlib.import_module(module_name), attr)
-            except (ImportError, AttributeError) as exc:
-                raise ValueError(f"extra task {ref!r} cannot be loaded: {exc}") from exc
-            specs.extend([loaded] if isinstance(loaded, TaskSpec) else list(loaded))
-        return specs
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> ServerConfig:
-        """Read settings from the ``IGYM_*`` variables (how uvicorn workers get them).
-
-        Variables: ``IGYM_SESSIONS``, ``IGYM_MAX_SESSIONS``, ``IGYM_SESSION_TTL``,
-        ``IGYM_REAP_INTERVAL``, ``IGYM_MAX_BODY_BYTES``, ``IGYM_TASKS``, ``IGYM_EXTRA_TASKS``
-        (comma-separated), ``IGYM_ROOT``, ``IGYM_PROFILE``, ``IGYM_ADMIN_TOKEN``, ``IGYM_SEALED``
-        (``1``/``true`` seals the server), ``IGYM_EVALUATION_TTL`` and ``IGYM_MAX_EVALUATIONS``.
-        """
-        env = os.environ if environ is None else environ
-        values: dict[str, Any] = {"admin_token": env.get("IGYM_ADMIN_TOKEN") or None}
-        for key, name in (
-            ("sessions", "IGYM_SESSIONS"),
-            ("max_sessions", "IGYM_MAX_SESSIONS"),
-            ("session_ttl_s", "IGYM_SESSION_TTL"),
-            ("reap_interval_s", "IGYM_REAP_INTERVAL"),
-            ("max_body_bytes", "IGYM_MAX_BODY_BYTES"),
-            ("tasks", "IGYM_TASKS"),
-            ("root", "IGYM_ROOT"),
-            ("profile", "IGYM_PROFILE"),
-            ("sealed", "IGYM_SEALED"),
-            ("evaluation_ttl_s", "IGYM_EVALUATION_TTL"),
-            ("max_evaluations", "IGYM_MAX_EVALUATIONS"),
-        ):
-            if env.get(name):
-                values[key] = env[name]
-        if env.get("IGYM_EXTRA_TASKS"):
-            values["extra_tasks"] = tuple(p.strip() for p in env["IGYM_EXTRA_TASKS"].split(",") if p.strip())
-        try:
-            return cls.model_validate(values)
-        except ValidationError as exc:
-            raise ValueError(f"invalid server settings from the environment: {exc}") from exc
+#: Entry-point group of what a server mounts besides the environments (``pyproject.toml``).
+MOUNTS_GROUP = "integrity_gym.server_mounts"
 
 
-class ResetRequest(BaseModel):
-    """Body of ``POST /<env>/reset`` and ``data`` of a WebSocket ``reset`` message."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    task: str | None = Field(default=None, description="Task id of this environment (default: its first task).")
-    difficulty: Literal["easy", "medium", "hard"] | None = Field(
-        default=None, description="Pick this environment's task of this tier."
-    )
-    # Strict: JSON true/false are not seeds or indices (the schema says integer, so must the server).
-    seed: StrictInt | None = Field(
-        default=None,
-        ge=-(2**63),
-        lt=2**63,
-        description="Seed of the episode (a 64-bit signed integer); the same seed gives the same episode.",
-    )
-    scenario_id: StrictStr | StrictInt | None = Field(default=None, description="A specific item, by id or index.")
-    options: dict[str, Any] | None = Field(default=None, description="Environment-specific reset options.")
-    episode_id: str | None = Field(
-        default=None,
-        description="Accepted for OpenEnv compatibility and ignored: episode ids are derived from task, seed and item.",
-    )
-    handle: StrictStr | None = Field(
-        default=None,
-        max_length=128,
-        description="Sealed servers only: the handle of an episode handed out by POST /evaluations, sent alone "
-        "(no seed, scenario_id, options, task or difficulty). It starts that episode once; the server chose its "
-        "item. A server that is not sealed refuses it (422).",
-    )
-
-
-@dataclass
-class EnvService:
-    """Everything the routes of one environment need: its tasks, classes and the shared store."""
-
-    name: str
-    tasks: list[TaskSpec]
-    config: ServerConfig
-    holder: StoreHolder
-    #: The seed client's dialect this environment speaks, if any (``compat.py``).
-    profile: Profile | None = None
-    #: Grade (JSON) of the last episode each client address finished, under a profile: the seed
-    #: client asks ``POST /grade`` without naming its session. Bounded; oldest dropped first.
-    finished: dict[str, str] = field(default_factory=dict)
-    #: The sealed evaluations of this server (``evaluations.py``); None unless sealed.
-    evaluations: Any = None
-
-    @property
-    def sealed(self) -> bool:
-        """True on a sealed server (``igym serve --sealed``)."""
-        return self.config.sealed
-
-    def remember_grade(self, client: str, grade_json: str) -> None:
-        """Keep ``grade_json`` as the last finished episode of ``client`` (at most 4,096 clients)."""
-        self.finished.pop(client, None)
-        self.finished[client] = grade_json
-        if len(self.finished) > 4096:
-            del self.finished[next(iter(self.finished))]
-
-    @cached_property
-    def env_class(self) -> type[AnyEnv]:
-        """The Env implementation (taken from the environment's first task)."""
-        return self.tasks[0].env_class()
-
-    @property
-    def store(self) -> SessionStore:
-        """The session store shared by every environment of this server."""
-        return self.holder.store
-
-    @cached_property
-    def reset_model(self) -> type[ResetRequest]:
-        """``ResetRequest`` narrowed to this environment: ``task`` and ``difficulty`` list its choices."""
-        names = sorted({n for s in self.tasks for n in (s.id, f"{s.env}/{s.name}", s.name)})
-        tiers = sorted({s.tier for s in self.tasks})
-        task_type: Any = Literal[tuple(names)] | None
-        tier_type: Any = Literal[tuple(tiers)] | None
-        model: type[ResetRequest] = create_model(
-            "".join(part.title() for part in self.name.split("_")) + "ResetRequest",
-            __base__=ResetRequest,
-            task=(task_type, Field(default=None, description=f"One of {self.name}'s tasks.")),
-            difficulty=(tier_type, Field(default=None, description="Pick the task of this tier.")),
-        )
-        return model
-
-    def resolve_task(self, request: ResetRequest) -> TaskSpec:
-        """The task a reset asks for; ``ApiError`` 422 with the choices when it names none of ours."""
-        if request.task is not None:
-            for spec in self.tasks:
-                if request.task in (spec.id, f"{spec.env}/{spec.name}", spec.name):
-                    if request.task == spec.id:
-                        return spec
-                    return max((s for s in self.tasks if s.name == spec.name), key=lambda s: s.version)
-            raise ApiError(
-                422,
-                "VALIDATION_ERROR",
-                f"task {request.task!r} is not served by {self.name}; "
-                f"choose one of: {', '.join(s.id for s in self.tasks)}",
-            )
-        if request.difficulty is not None:
-            for spec in self.tasks:
-                if spec.tier == request.difficulty:
-                    return spec
-            tiers = sorted({s.tier for s in self.tasks})
-            raise ApiError(
-                422,
-                "VALIDATION_ERROR",
-                f"{self.name} has no task of difficulty {request.difficulty!r}; choose one of: {', '.join(tiers)}",
-            )
-        return self.tasks[0]
-
-    def build(self, spec: TaskSpec) -> AnyEnv:
-        """A fresh environment for ``spec``."""
-        return spec.env_class()(spec)
-
-    def reset(self, env: AnyEnv, request: ResetRequest) -> Any:
-        """Reset ``env``; an env-level ``ValueError``/``KeyError`` is the client's mistake (422)."""
-        refused = sorted(set(request.options or {}) & env.local_only_options)
-        if refused:
-            raise ApiError(
-                422,
-                "VALIDATION_ERROR",
-                f"reset refused: option(s) {refused} read files on the server and are not accepted "
-                "remotely; send the content itself (e.g. options.scenario)",
-            )
-        try:
-            return env.reset(seed=request.seed, scenario_id=request.scenario_id, options=request.options)
-        except (ValueError, KeyError, TypeError) as exc:
-            message = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
-            raise ApiError(422, "VALIDATION_ERROR", f"reset refused: {message}") from exc
-
-    def metadata(self) -> dict[str, Any]:
-        """OpenEnv's ``/metadata`` fields."""
-        module = inspect.getmodule(self.env_class)
-        readme: str | None = None
-        if module is not None and module.__file__:
-            path = Path(module.__file__).with_name("README.md")
-            if path.is_file():
-                readme = path.read_text(encoding="utf-8")
-        doc = inspect.getdoc(self.env_class) or ""
-        description = doc.split("\n\n")[0].replace("\n", " ") or f"integrity-gym environment {self.name}"
-        return {
-            "name": self.name,
-            "description": description,
-            "readme_content": readme,
-            "version": integrity_gym.__version__,
-            "author": "integrity-gym",
-            "documentation_url": None,
-            "tasks": [s.id for s in self.tasks],
-        }
-
-    def schema(self) -> dict[str, Any]:
-        """OpenEnv's ``/schema``: JSON schemas of action, observation and full state."""
-        cls = self.env_class
-        return {
-            "action": cls.action_type.model_json_schema(),
-            "observation": cls.observation_type.model_json_schema(),
-            "state": cls.state_type.model_json_schema(),
-        }
-
-
-#: The fields of a state anyone may see. Not the seed (with the public generator it rebuilds the
-#: episode and its labels) nor the env's episode id (derived from the seed, so a search could find
-#: it): the session's own random episode id stands in for it.
-PUBLIC_STATE_FIELDS = frozenset({"task_id", "step_count", "done"})
-
-
-def public_state(session: Session) -> dict[str, Any]:
-    """The part of a session's state anyone may see: the task, counters and its random episode id, nothing hidden."""
-    data: dict[str, Any] = session.env.state().model_dump(mode="json", include=set(PUBLIC_STATE_FIELDS))
-    return {"episode_id": session.episode_id, **data}
-
-
-@dataclass
-class StoreHolder:
-    """Late-bound store: created in the app's lifespan, inside the serving event loop."""
-
-    factory: Callable[[], SessionStore]
-    _store: SessionStore | None = field(default=None)
-
-    @property
-    def store(self) -> SessionStore:
-        """The running store (raises if the app was not started through its lifespan)."""
-        if self._store is None:
-            raise ApiError(503, "NOT_READY", "the server is starting or stopping; retry in a moment")
-        return self._store
+def server_mounts() -> list[Callable[[FastAPI, Mapping[str, EnvService], str | None], None]]:
+    """The installed mounts, by name: the server knows them only through this entry-point group."""
+    found = sorted(entry_points(group=MOUNTS_GROUP), key=lambda ep: ep.name)
+    return [ep.load() for ep in found]
 
 
 def _group(tasks: Sequence[TaskSpec]) -> dict[str, list[TaskSpec]]:
@@ -472,9 +189,8 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
         fast_routes.extend(fast)
     # The hot /<env>/step routes answer first; FastAPI's twins behind them only document them.
     app.router.routes[:0] = fast_routes
-    from integrity_gym.web.playground import mount_playground
-
-    mount_playground(app, services, root)  # the browser playground at /web (docs/web.md)
+    for mount in server_mounts():  # the browser playground at /web (docs/web.md), and any other
+        mount(app, services, root)
 
     app.add_middleware(SwallowHandledErrors)
     app.add_middleware(BodyLimitMiddleware, max_bytes=config.max_body_bytes)
@@ -626,25 +342,7 @@ def serve(
             "unknown to the others. Pass --sessions redis://host:port/0"
         )
     # Workers are separate processes: they read the settings back from the environment.
-    os.environ.update(
-        {
-            "IGYM_SESSIONS": config.sessions,
-            "IGYM_MAX_SESSIONS": str(config.max_sessions),
-            "IGYM_SESSION_TTL": str(config.session_ttl_s),
-            "IGYM_MAX_BODY_BYTES": str(config.max_body_bytes),
-            "IGYM_TASKS": config.tasks,
-            "IGYM_EXTRA_TASKS": ",".join(config.extra_tasks),
-            "IGYM_ROOT": config.root or "",
-            "IGYM_PROFILE": config.profile or "",
-            "IGYM_SEALED": "1" if config.sealed else "",
-            "IGYM_EVALUATION_TTL": str(config.evaluation_ttl_s),
-            "IGYM_MAX_EVALUATIONS": str(config.max_evaluations),
-        }
-    )
-    if config.reap_interval_s is not None:
-        os.environ["IGYM_REAP_INTERVAL"] = str(config.reap_interval_s)
-    if config.admin_token:
-        os.environ["IGYM_ADMIN_TOKEN"] = config.admin_token
+    os.environ.update(config.as_environ())
     uvicorn.run(
         "integrity_gym.server.app:app_from_environment",
         factory=True,

@@ -53,7 +53,8 @@ from integrity_gym.server.sessions import (
 
 if TYPE_CHECKING:
     from integrity_gym.core.env import Env
-    from integrity_gym.server.app import EnvService, ResetRequest, ServerConfig, StoreHolder
+    from integrity_gym.server.config import ServerConfig
+    from integrity_gym.server.service import EnvService, ResetRequest, StoreHolder
 
 log = logging.getLogger("integrity_gym.server.evaluations")
 

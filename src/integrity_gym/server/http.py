@@ -26,7 +26,7 @@ import contextlib
 import inspect
 import json
 import typing
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from fastapi import APIRouter, Body, Path, Query, Request
@@ -38,7 +38,6 @@ from starlette.routing import Route
 from integrity_gym.core.env import EpisodeFinishedError
 from integrity_gym.core.registry import TaskSpec
 from integrity_gym.core.types import Grade, ObsT, StepResult
-from integrity_gym.server.app import EnvService, public_state
 from integrity_gym.server.evaluations import (
     SEALED_RESET,
     SEALED_UNTIL_CLOSED,
@@ -56,10 +55,10 @@ from integrity_gym.server.security import (
     require_admin,
     too_deep_message,
 )
+from integrity_gym.server.service import EnvService, public_state
 from integrity_gym.server.sessions import (
     CapacityError,
     Session,
-    SessionBusyError,
     SessionNotFoundError,
     SessionStore,
     StoreUnavailableError,
@@ -194,15 +193,7 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
     reset_model: Any = service.reset_model
     sealed = service.sealed
 
-    @contextlib.asynccontextmanager
-    async def session_of(session_id: str, *, write: bool) -> AsyncIterator[Session]:
-        try:
-            async with service.store.use(session_id, name, write=write) as session:
-                yield session
-        except SessionNotFoundError as exc:
-            raise ApiError(404, "SESSION_NOT_FOUND", exc.message) from exc
-        except SessionBusyError as exc:
-            raise ApiError(409, "SESSION_BUSY", str(exc)) from exc
+    session_of = service.session
 
     # ------------------------------------------------------------- OpenEnv info endpoints
     @app.get(

@@ -44,7 +44,6 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.http11 import Request
 
 from integrity_gym.core.env import EpisodeFinishedError, NotResetError
-from integrity_gym.server.app import EnvService, public_state
 from integrity_gym.server.compat import Profile
 from integrity_gym.server.evaluations import (
     SEALED_UNTIL_CLOSED,
@@ -62,6 +61,7 @@ from integrity_gym.server.security import (
     presented_token,
     too_deep_message,
 )
+from integrity_gym.server.service import EnvService, public_state
 from integrity_gym.server.sessions import CapacityError, Session, SessionBusyError, StoreUnavailableError
 
 log = logging.getLogger("integrity_gym.server.ws")

@@ -23,13 +23,12 @@ from starlette.routing import Mount, Route, Router
 from starlette.staticfiles import StaticFiles
 
 from integrity_gym.server.security import ApiError, is_admin, presented_token
-from integrity_gym.server.sessions import SessionBusyError, SessionNotFoundError
 from integrity_gym.web import page, static_dir
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from integrity_gym.server.app import EnvService
+    from integrity_gym.server.service import EnvService
 
 
 def playground_router(services: Mapping[str, EnvService]) -> Router:
@@ -48,19 +47,14 @@ def playground_router(services: Mapping[str, EnvService]) -> Router:
             from integrity_gym.server.evaluations import SEALED_UNTIL_CLOSED
 
             raise ApiError(403, "SEALED_UNTIL_CLOSED", SEALED_UNTIL_CLOSED)
-        try:
-            async with service.store.use(session_id, name, write=False) as session:
-                if not session.env.done:
-                    raise ApiError(
-                        409,
-                        "EPISODE_NOT_DONE",
-                        "the explanation is given once the episode has ended (it may name hidden facts)",
-                    )
-                return JSONResponse({"explain": session.env.explain()})
-        except SessionNotFoundError as exc:
-            raise ApiError(404, "SESSION_NOT_FOUND", exc.message) from exc
-        except SessionBusyError as exc:
-            raise ApiError(409, "SESSION_BUSY", str(exc)) from exc
+        async with service.session(session_id, write=False) as session:
+            if not session.env.done:
+                raise ApiError(
+                    409,
+                    "EPISODE_NOT_DONE",
+                    "the explanation is given once the episode has ended (it may name hidden facts)",
+                )
+            return JSONResponse({"explain": session.env.explain()})
 
     return Router(
         routes=[

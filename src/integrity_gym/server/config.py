@@ -1,0 +1,137 @@
+"""The settings of a server process: ``ServerConfig``, read from ``IGYM_*`` and written back.
+
+``igym serve`` options map onto the fields; uvicorn workers are separate processes and read the
+same settings back from the environment. ``ENV_NAMES`` is the one table of variable names:
+``ServerConfig.from_env`` reads it and ``ServerConfig.as_environ`` writes it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from integrity_gym.core.registry import TaskSpec, list_tasks
+from integrity_gym.server.compat import PROFILE_ENVS, ProfileName
+
+#: Each setting's environment variable.
+ENV_NAMES: dict[str, str] = {
+    "sessions": "IGYM_SESSIONS",
+    "max_sessions": "IGYM_MAX_SESSIONS",
+    "session_ttl_s": "IGYM_SESSION_TTL",
+    "reap_interval_s": "IGYM_REAP_INTERVAL",
+    "max_body_bytes": "IGYM_MAX_BODY_BYTES",
+    "admin_token": "IGYM_ADMIN_TOKEN",
+    "tasks": "IGYM_TASKS",
+    "extra_tasks": "IGYM_EXTRA_TASKS",
+    "root": "IGYM_ROOT",
+    "profile": "IGYM_PROFILE",
+    "sealed": "IGYM_SEALED",
+    "evaluation_ttl_s": "IGYM_EVALUATION_TTL",
+    "max_evaluations": "IGYM_MAX_EVALUATIONS",
+}
+
+
+class ServerConfig(BaseModel):
+    """Settings of one server process (``igym serve`` options map onto these)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    sessions: str = Field(
+        default="memory", description="Session store: 'memory' or a redis:// URL shared by several processes."
+    )
+    max_sessions: int = Field(
+        default=1024, ge=1, description="Most sessions open at once (HTTP and WebSocket together)."
+    )
+    session_ttl_s: float = Field(
+        default=600.0, gt=0, description="Idle seconds after which the reaper closes a session."
+    )
+    reap_interval_s: float | None = Field(
+        default=None, gt=0, description="Seconds between reaper passes (default: ttl/4, at most 15 s)."
+    )
+    max_body_bytes: int = Field(
+        default=1 << 20, ge=1024, description="Largest HTTP request body or WebSocket message accepted."
+    )
+    admin_token: str | None = Field(
+        default=None, description="Token that unlocks full state (ground truth); None disables it."
+    )
+    tasks: str = Field(
+        default="*", description="Glob (comma-separated globs allowed) over registered task ids to serve."
+    )
+    extra_tasks: tuple[str, ...] = Field(
+        default=(),
+        description="Unregistered tasks to serve too, as 'module:ATTR' naming a TaskSpec or a sequence of them.",
+    )
+    root: str | None = Field(
+        default=None, description="Environment also served at '/' (as an OpenEnv Space serves its one environment)."
+    )
+    profile: ProfileName | None = Field(
+        default=None,
+        description="Speak a seed client's dialect: 'seed001' (pii_redaction) or 'seed000' (information_integrity); "
+        "implies --root of that environment.",
+    )
+    sealed: bool = Field(
+        default=False,
+        description="Sealed evaluations: episodes are handed out only by POST /evaluations (the server draws each "
+        "item), observations name no item, and grades wait for the evaluation's close. Needs IGYM_EVAL_SECRET.",
+    )
+    evaluation_ttl_s: float = Field(
+        default=86400.0, gt=0, description="Seconds an evaluation (and, once closed, its results) is kept."
+    )
+    max_evaluations: int = Field(default=64, ge=1, description="Most evaluations open at once (sealed servers).")
+
+    def root_env(self) -> str | None:
+        """The environment served at '/', from ``root`` or the profile; ``ValueError`` if they disagree."""
+        wanted = PROFILE_ENVS[self.profile] if self.profile else None
+        if self.root and wanted and self.root != wanted:
+            raise ValueError(f"profile {self.profile} is for {wanted}, not --root {self.root}")
+        return self.root or wanted
+
+    def task_specs(self) -> list[TaskSpec]:
+        """The registered tasks matching ``tasks`` plus the ``extra_tasks``."""
+        specs = list_tasks(self.tasks)
+        for ref in self.extra_tasks:
+            module_name, _, attr = ref.partition(":")
+            try:
+                loaded = getattr(importlib.import_module(module_name), attr)
+            except (ImportError, AttributeError) as exc:
+                raise ValueError(f"extra task {ref!r} cannot be loaded: {exc}") from exc
+            specs.extend([loaded] if isinstance(loaded, TaskSpec) else list(loaded))
+        return specs
+
+    def as_environ(self) -> dict[str, str]:
+        """The ``IGYM_*`` variables that ``from_env`` reads back as this config (how workers get it).
+
+        Unset settings are empty strings, which ``from_env`` reads as the default.
+        """
+        out: dict[str, str] = {}
+        for key, name in ENV_NAMES.items():
+            value = getattr(self, key)
+            if isinstance(value, bool):
+                out[name] = "1" if value else ""
+            elif isinstance(value, tuple):
+                out[name] = ",".join(value)
+            else:
+                out[name] = "" if value is None else str(value)
+        return out
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ServerConfig:
+        """Read settings from the ``IGYM_*`` variables (how uvicorn workers get them).
+
+        Variables: ``IGYM_SESSIONS``, ``IGYM_MAX_SESSIONS``, ``IGYM_SESSION_TTL``,
+        ``IGYM_REAP_INTERVAL``, ``IGYM_MAX_BODY_BYTES``, ``IGYM_TASKS``, ``IGYM_EXTRA_TASKS``
+        (comma-separated), ``IGYM_ROOT``, ``IGYM_PROFILE``, ``IGYM_ADMIN_TOKEN``, ``IGYM_SEALED``
+        (``1``/``true`` seals the server), ``IGYM_EVALUATION_TTL`` and ``IGYM_MAX_EVALUATIONS``.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {key: env[name] for key, name in ENV_NAMES.items() if env.get(name)}
+        if "extra_tasks" in values:
+            values["extra_tasks"] = tuple(p.strip() for p in values["extra_tasks"].split(",") if p.strip())
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise ValueError(f"invalid server settings from the environment: {exc}") from exc
