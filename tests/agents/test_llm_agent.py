@@ -32,6 +32,20 @@ def test_settings_come_from_the_reference_variables_and_hide_the_key() -> None:
         LLMSettings.from_env({"TEMPERATURE": "hot"})
 
 
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {},
+        {"seed": None, "max_steps": 4, "prefill": '{"verdict": ', "images": False, "temperature": 0.35},
+        {"seed": 0, "response_format": "none", "retries": 0, "timeout_s": 1.5},
+    ],
+)
+def test_the_variables_written_read_back_as_the_same_settings(settings: dict[str, object]) -> None:
+    # Kills: a seed of None written as nothing (read back as 42), a field left out of the inverse.
+    s = LLMSettings.from_env({}, **settings)
+    assert LLMSettings.from_env(s.as_env_vars()) == s
+
+
 def test_each_step_sends_a_strict_schema_and_records_tokens_and_latency() -> None:
     env = make("information_integrity/easy-v3")
     obs = env.reset(seed=2)

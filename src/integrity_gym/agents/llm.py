@@ -40,6 +40,20 @@ class LLMCallError(RuntimeError):
     """The endpoint could not be used (after retries); the episode fails with this message."""
 
 
+#: Each setting's environment variable (``images``, ``prefill`` and the key are read apart).
+_ENV_NAMES: dict[str, str] = {
+    "api_base_url": "API_BASE_URL",
+    "model_name": "MODEL_NAME",
+    "temperature": "TEMPERATURE",
+    "seed": "OPENAI_SEED",
+    "timeout_s": "REQUEST_TIMEOUT_S",
+    "retries": "OPENAI_MAX_RETRIES",
+    "max_tokens": "LLM_MAX_TOKENS",
+    "max_steps": "INFERENCE_MAX_STEPS",
+    "response_format": "LLM_RESPONSE_FORMAT",
+}
+
+
 class LLMSettings(BaseModel):
     """Resolved settings of the ``llm`` agent. The API key is never written out."""
 
@@ -70,19 +84,9 @@ class LLMSettings(BaseModel):
             return value.strip() if value and value.strip() else None
 
         values: dict[str, Any] = {}
-        for field, name in (
-            ("api_base_url", "API_BASE_URL"),
-            ("model_name", "MODEL_NAME"),
-            ("temperature", "TEMPERATURE"),
-            ("seed", "OPENAI_SEED"),
-            ("timeout_s", "REQUEST_TIMEOUT_S"),
-            ("retries", "OPENAI_MAX_RETRIES"),
-            ("max_tokens", "LLM_MAX_TOKENS"),
-            ("max_steps", "INFERENCE_MAX_STEPS"),
-            ("response_format", "LLM_RESPONSE_FORMAT"),
-        ):
+        for field, name in _ENV_NAMES.items():
             if (value := get(name)) is not None:
-                values[field] = value
+                values[field] = None if field == "seed" and value.lower() == "none" else value
         if prefill := env.get("LLM_PREFILL"):  # not stripped: a prefix may end in a space
             values["prefill"] = prefill
         if (images := get("LLM_IMAGES")) is not None:
@@ -101,21 +105,18 @@ class LLMSettings(BaseModel):
         return self.model_dump(exclude={"api_key"})
 
     def as_env_vars(self) -> dict[str, str]:
-        """Environment variables that reproduce these settings (the key excluded)."""
-        out = {
-            "API_BASE_URL": self.api_base_url,
-            "MODEL_NAME": self.model_name,
-            "TEMPERATURE": repr(self.temperature),
-            "REQUEST_TIMEOUT_S": repr(self.timeout_s),
-            "OPENAI_MAX_RETRIES": str(self.retries),
-            "LLM_MAX_TOKENS": str(self.max_tokens),
-            "LLM_RESPONSE_FORMAT": self.response_format,
-            "LLM_IMAGES": "1" if self.images else "0",
-        }
-        if self.seed is not None:
-            out["OPENAI_SEED"] = str(self.seed)
-        if self.max_steps is not None:
-            out["INFERENCE_MAX_STEPS"] = str(self.max_steps)
+        """Environment variables that ``from_env`` reads back as these settings (the key excluded).
+
+        A seed of None is written ``OPENAI_SEED=none`` (left out, it would read back as the default).
+        """
+        out: dict[str, str] = {}
+        for field, name in _ENV_NAMES.items():
+            value = getattr(self, field)
+            if value is not None:
+                out[name] = repr(value) if isinstance(value, float) else str(value)
+        if self.seed is None:
+            out["OPENAI_SEED"] = "none"
+        out["LLM_IMAGES"] = "1" if self.images else "0"
         if self.prefill:
             out["LLM_PREFILL"] = self.prefill
         return out
