@@ -1,0 +1,444 @@
+"""``RedisStore``: HTTP sessions' state and sealed evaluations in Redis, shared by several server processes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+from integrity_gym.server.sessions.base import (
+    _SESSION_ID,
+    AnyEnv,
+    CapacityError,
+    EnvFactory,
+    EvaluationCapacityError,
+    Kind,
+    Session,
+    SessionBusyError,
+    SessionNotFoundError,
+    SessionStore,
+    StoreUnavailableError,
+    new_session_id,
+)
+
+log = logging.getLogger("integrity_gym.server.sessions")
+
+_OPEN_SCRIPT = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+local n = redis.call('ZCARD', KEYS[1])
+if n >= tonumber(ARGV[2]) then return -n - 1 end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
+return n + 1
+"""
+
+
+class RedisStore(SessionStore):
+    """HTTP sessions stored in Redis as JSON state, shared by every process using the same URL."""
+
+    name = "redis"
+
+    def __init__(
+        self,
+        url: str,
+        factory: EnvFactory,
+        *,
+        max_sessions: int,
+        ttl_s: float,
+        reap_interval_s: float | None = None,
+        prefix: str = "igym",
+        lock_timeout_s: float = 30.0,
+        evaluation_ttl_s: float = 86400.0,
+        max_evaluations: int = 64,
+    ) -> None:
+        super().__init__(
+            max_sessions=max_sessions,
+            ttl_s=ttl_s,
+            reap_interval_s=reap_interval_s,
+            evaluation_ttl_s=evaluation_ttl_s,
+            max_evaluations=max_evaluations,
+        )
+        try:
+            import redis.asyncio as aioredis
+        except ImportError as exc:  # pragma: no cover - depends on the optional extra
+            raise ValueError(
+                "the Redis session store needs the 'redis' extra: pip install 'integrity-gym[redis]'"
+            ) from exc
+        self.url = url
+        # Bounded waits: an unreachable Redis must become a clear 503, not a hung request.
+        self._redis: Any = aioredis.Redis.from_url(url, socket_connect_timeout=5.0, socket_timeout=10.0)
+        self._factory = factory
+        self._prefix = prefix
+        self._index = f"{prefix}:sessions"
+        self._lock_timeout_s = lock_timeout_s
+        self._open_script = self._redis.register_script(_OPEN_SCRIPT)
+        self._cache: dict[str, Session] = {}  # HTTP sessions this process saw last (by version)
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def _key(self, session_id: str) -> str:
+        return f"{self._prefix}:s:{session_id}"
+
+    @contextlib.contextmanager
+    def _reachable(self) -> Iterator[None]:
+        """Turn a lost connection to Redis into ``StoreUnavailableError`` naming the store."""
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        try:
+            yield
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            raise StoreUnavailableError(
+                f"the session store (Redis at {self._safe_url}) is unavailable: {exc}. Sessions cannot be "
+                "opened or found until it answers again; retry later"
+            ) from exc
+
+    @property
+    def _safe_url(self) -> str:
+        return re.sub(r"//[^@/]*@", "//***@", self.url)
+
+    async def start(self) -> None:
+        """Check that Redis answers, then start the reaper."""
+        try:
+            await self._redis.ping()
+        except Exception as exc:
+            raise ValueError(f"cannot reach Redis at {self._safe_url}: {exc}") from exc
+        await super().start()
+
+    async def check(self) -> None:
+        """Ping Redis."""
+        with self._reachable():
+            await self._redis.ping()
+
+    async def stop(self) -> None:
+        """Stop the reaper, release this process's WebSocket slots and disconnect."""
+        for session in list(self._local.values()):
+            with contextlib.suppress(Exception):
+                await self._redis.zrem(self._index, session.id)
+        await super().stop()
+        self._cache.clear()
+        await self._redis.aclose()
+
+    async def _reserve(self, session_id: str) -> None:
+        now = time.time()
+        with self._reachable():
+            result = int(
+                await self._open_script(keys=[self._index], args=[now, self.max_sessions, now + self.ttl_s, session_id])
+            )
+        if result < 0:
+            raise CapacityError(-result - 1, self.max_sessions)
+
+    async def open(
+        self,
+        env_name: str,
+        env: AnyEnv,
+        *,
+        kind: Kind,
+        on_evict: Callable[[], Awaitable[None]] | None = None,
+        handle: str | None = None,
+    ) -> Session:
+        """Reserve a slot in Redis; an HTTP session's state is written there at once."""
+        session = Session(new_session_id(), env_name, env, kind, on_evict=on_evict, handle=handle)
+        await self._reserve(session.id)
+        if kind == "ws":
+            self._local[session.id] = session
+            return session
+        session.version = 1
+        try:
+            await self._save(session)
+        except Exception:
+            with contextlib.suppress(Exception):
+                await self._redis.zrem(self._index, session.id)
+            raise
+        self._cache[session.id] = session
+        return session
+
+    async def _save(self, session: Session) -> None:
+        key = self._key(session.id)
+        state = session.env.state().model_dump_json()
+        pipe = self._redis.pipeline(transaction=True)
+        mapping: dict[str, Any] = {
+            "env": session.env_name,
+            "task": session.env.spec.id,
+            "state": state,
+            "ver": session.version,
+        }
+        if session.handle is not None:
+            mapping["handle"] = session.handle
+        mapping["episode"] = session.episode_id
+        pipe.hset(key, mapping=mapping)
+        pipe.expire(key, max(1, round(self.ttl_s)))
+        pipe.zadd(self._index, {session.id: time.time() + self.ttl_s})
+        with self._reachable():
+            await pipe.execute()
+
+    @contextlib.asynccontextmanager
+    async def use(self, session_id: str, env_name: str, *, write: bool = True) -> AsyncIterator[Session]:
+        """Lock the session across processes, load it (from cache if current), save it after."""
+        if not _SESSION_ID.match(session_id) or session_id in self._local:
+            raise SessionNotFoundError(session_id, env_name)
+        from redis.exceptions import LockError, RedisError
+
+        local_lock = self._locks.setdefault(session_id, asyncio.Lock())
+        async with local_lock:
+            lock = self._redis.lock(
+                f"{self._prefix}:lock:{session_id}", timeout=self._lock_timeout_s, blocking_timeout=self._lock_timeout_s
+            )
+            try:
+                with self._reachable():
+                    acquired = await lock.acquire()
+            except LockError as exc:  # pragma: no cover - only under Redis failures
+                raise SessionBusyError(f"session {session_id} is locked by another request; retry") from exc
+            if not acquired:
+                raise SessionBusyError(f"session {session_id} stayed locked for {self._lock_timeout_s}s; retry")
+            try:
+                session = await self._load(session_id, env_name)
+                session.busy += 1
+                try:
+                    yield session
+                except BaseException:
+                    # The episode may be half-changed: never trust this copy again.
+                    self._cache.pop(session_id, None)
+                    raise
+                finally:
+                    session.busy -= 1
+                if write:
+                    session.version += 1
+                    try:
+                        await self._save(session)
+                    except StoreUnavailableError:
+                        self._cache.pop(session_id, None)  # this step is not stored: forget it here too
+                        raise
+                else:
+                    pipe = self._redis.pipeline(transaction=False)
+                    pipe.expire(self._key(session_id), max(1, round(self.ttl_s)))
+                    pipe.zadd(self._index, {session_id: time.time() + self.ttl_s})
+                    with self._reachable():
+                        await pipe.execute()
+                session.touch()
+            finally:
+                # The lock expires by itself if Redis went away meanwhile.
+                with contextlib.suppress(LockError, RedisError, OSError):
+                    await lock.release()
+        if not local_lock.locked() and session_id not in self._cache:
+            self._locks.pop(session_id, None)
+
+    async def _load(self, session_id: str, env_name: str) -> Session:
+        with self._reachable():
+            env_field, task, version, handle, episode = await self._redis.hmget(
+                self._key(session_id), "env", "task", "ver", "handle", "episode"
+            )
+        if env_field is None or env_field.decode() != env_name:
+            self._cache.pop(session_id, None)
+            raise SessionNotFoundError(session_id, env_name)
+        ver = int(version)
+        cached = self._cache.get(session_id)
+        if cached is not None and cached.version == ver:
+            return cached
+        # Another process moved the episode on (or we never saw it): rebuild it from its state.
+        with self._reachable():
+            state_json = await self._redis.hget(self._key(session_id), "state")
+        if state_json is None:
+            raise SessionNotFoundError(session_id, env_name)
+        env = self._factory(task.decode())
+        env.load_state(env.state_type.model_validate_json(state_json))
+        session = Session(
+            session_id, env_name, env, "http", version=ver, handle=None if handle is None else handle.decode()
+        )
+        if episode is not None:
+            session.episode_id = episode.decode()
+        self._cache[session_id] = session
+        return session
+
+    async def close(self, session_id: str, env_name: str) -> bool:
+        """Delete the HTTP session from Redis (a WebSocket session's id is refused)."""
+        if not _SESSION_ID.match(session_id) or session_id in self._local:
+            return False
+        key = self._key(session_id)
+        with self._reachable():
+            stored = await self._redis.hget(key, "env")
+            if stored is None or stored.decode() != env_name:
+                return False
+            pipe = self._redis.pipeline(transaction=True)
+            pipe.delete(key)
+            pipe.zrem(self._index, session_id)
+            deleted, _ = await pipe.execute()
+        cached = self._cache.pop(session_id, None)
+        if cached is not None:
+            cached.closed = True
+            cached.env.close()
+        return bool(deleted)
+
+    async def release(self, session: Session) -> None:
+        """Free this process's WebSocket slot (if Redis is down, the slot's score expires it)."""
+        if self._local.get(session.id) is session:
+            del self._local[session.id]
+        session.closed = True
+        session.env.close()
+        try:
+            with self._reachable():
+                await self._redis.zrem(self._index, session.id)
+        except StoreUnavailableError as exc:
+            log.warning("could not free session %s in the store: %s", session.id, exc)
+
+    async def count(self) -> int:
+        """Unexpired sessions registered by every process sharing this Redis."""
+        with self._reachable():
+            return int(await self._redis.zcount(self._index, time.time(), "+inf"))
+
+    async def reap(self) -> int:
+        """Forget expired sessions; close idle local WebSockets; keep live ones' slots fresh."""
+        now_wall, now = time.time(), time.monotonic()
+        idle = self._idle_local(now)
+        for session in idle:
+            await self._evict(session)
+        with self._reachable():
+            removed = int(await self._redis.zremrangebyscore(self._index, "-inf", now_wall))
+            if idle:
+                await self._redis.zrem(self._index, *[s.id for s in idle])
+            live = {s.id: now_wall + self.ttl_s - (now - s.last_used) for s in self._local.values()}
+            if live:
+                await self._redis.zadd(self._index, live)
+            await self._redis.zremrangebyscore(self._evals_index, "-inf", now_wall)
+        for sid, cached in list(self._cache.items()):
+            if now - cached.last_used > self.ttl_s and cached.busy == 0:
+                self._cache.pop(sid, None)
+                self._locks.pop(sid, None)
+        return removed + len(idle)
+
+    # ------------------------------------------------------------------ sealed evaluations
+    @property
+    def _evals_index(self) -> str:
+        return f"{self._prefix}:evaluations"  # open evaluations, scored by expiry
+
+    def _meta_key(self, eval_id: str) -> str:
+        return f"{self._prefix}:e:{eval_id}:meta"
+
+    def _episodes_key(self, eval_id: str) -> str:
+        return f"{self._prefix}:e:{eval_id}:episodes"
+
+    def _handle_key(self, handle: str) -> str:
+        return f"{self._prefix}:h:{handle}"
+
+    def _items_key(self, namespace: str) -> str:
+        return f"{self._prefix}:items:{namespace}"
+
+    @property
+    def _eval_ttl(self) -> int:
+        return max(1, round(self.evaluation_ttl_s))
+
+    async def eval_reserve(self, eval_id: str) -> None:
+        """Count the evaluation as open, atomically against every process."""
+        now = time.time()
+        with self._reachable():
+            result = int(
+                await self._open_script(
+                    keys=[self._evals_index], args=[now, self.max_evaluations, now + self.evaluation_ttl_s, eval_id]
+                )
+            )
+        if result < 0:
+            raise EvaluationCapacityError(-result - 1, self.max_evaluations)
+
+    async def eval_unreserve(self, eval_id: str) -> None:
+        """Stop counting the evaluation as open."""
+        with self._reachable():
+            await self._redis.zrem(self._evals_index, eval_id)
+
+    async def eval_create(self, eval_id: str, meta: dict[str, Any], episodes: list[dict[str, Any]]) -> None:
+        """Write the settings, the episodes and the handles, each with the evaluation's time-to-live."""
+        ttl = self._eval_ttl
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.set(self._meta_key(eval_id), json.dumps(meta), ex=ttl)
+        episodes_key = self._episodes_key(eval_id)
+        for start in range(0, len(episodes), 1000):
+            chunk = {str(start + i): json.dumps(e) for i, e in enumerate(episodes[start : start + 1000])}
+            pipe.hset(episodes_key, mapping=chunk)
+        pipe.expire(episodes_key, ttl)
+        for position, episode in enumerate(episodes):
+            pipe.set(self._handle_key(episode["handle"]), f"{eval_id}:{position}", ex=ttl)
+        with self._reachable():
+            await pipe.execute()
+
+    async def eval_meta(self, eval_id: str) -> dict[str, Any] | None:
+        """The settings, from Redis."""
+        with self._reachable():
+            raw = await self._redis.get(self._meta_key(eval_id))
+        return None if raw is None else dict(json.loads(raw))
+
+    async def eval_put_meta(self, eval_id: str, meta: dict[str, Any], *, renew: bool = False) -> None:
+        """Replace the settings, keeping (or restarting) the time-to-live."""
+        pipe = self._redis.pipeline(transaction=True)
+        if renew:
+            pipe.set(self._meta_key(eval_id), json.dumps(meta), ex=self._eval_ttl)
+            pipe.expire(self._episodes_key(eval_id), self._eval_ttl)
+        else:
+            pipe.set(self._meta_key(eval_id), json.dumps(meta), keepttl=True)
+        with self._reachable():
+            await pipe.execute()
+
+    async def eval_episodes(self, eval_id: str) -> list[dict[str, Any]]:
+        """Every episode record, in order."""
+        with self._reachable():
+            raw = await self._redis.hgetall(self._episodes_key(eval_id))
+        return [json.loads(raw[k]) for k in sorted(raw, key=lambda k: int(k))]
+
+    async def eval_episode(self, eval_id: str, position: int) -> dict[str, Any] | None:
+        """One episode record."""
+        with self._reachable():
+            raw = await self._redis.hget(self._episodes_key(eval_id), str(position))
+        return None if raw is None else dict(json.loads(raw))
+
+    async def eval_put_episode(self, eval_id: str, position: int, episode: dict[str, Any]) -> None:
+        """Replace one episode record (only while the evaluation exists)."""
+        with self._reachable():
+            if await self._redis.exists(self._episodes_key(eval_id)):
+                await self._redis.hset(self._episodes_key(eval_id), str(position), json.dumps(episode))
+
+    async def eval_handle(self, handle: str) -> tuple[str, int] | None:
+        """Where the handle points."""
+        with self._reachable():
+            raw = await self._redis.get(self._handle_key(handle))
+        if raw is None:
+            return None
+        eval_id, _, position = raw.decode().rpartition(":")
+        return eval_id, int(position)
+
+    @contextlib.asynccontextmanager
+    async def eval_lock(self, eval_id: str) -> AsyncIterator[None]:
+        """A Redis lock per evaluation, shared by every process."""
+        from redis.exceptions import LockError, RedisError
+
+        lock = self._redis.lock(
+            f"{self._prefix}:elock:{eval_id}", timeout=self._lock_timeout_s, blocking_timeout=self._lock_timeout_s
+        )
+        with self._reachable():
+            acquired = await lock.acquire()
+        if not acquired:
+            raise SessionBusyError(f"evaluation {eval_id} stayed locked for {self._lock_timeout_s}s; retry")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(LockError, RedisError, OSError):
+                await lock.release()
+
+    async def items_members(self, namespace: str) -> set[str]:
+        """Items handed out by every process sharing this Redis."""
+        with self._reachable():
+            members = await self._redis.smembers(self._items_key(namespace))
+        return {m.decode() for m in members}
+
+    async def items_reserve(self, namespace: str, keys: list[str]) -> list[bool]:
+        """SADD each key (atomic across processes); True where it was new."""
+        pipe = self._redis.pipeline(transaction=False)
+        for key in keys:
+            pipe.sadd(self._items_key(namespace), key)
+        with self._reachable():
+            added = await pipe.execute()
+        return [bool(n) for n in added]
+
+    def describe(self) -> dict[str, Any]:
+        """Settings, with the Redis URL's password hidden."""
+        return {**super().describe(), "url": self._safe_url}
