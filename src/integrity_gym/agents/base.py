@@ -53,7 +53,16 @@ def make_agent(name: str, env: Env[Any, Any, Any], *, seed: int = 0) -> Agent:
 
         return PresidioAgent(env.spec, seed=seed)
     if name == "heuristic":
-        module = importlib.import_module(f"integrity_gym.agents.heuristic.{env.spec.env}")
+        where = f"integrity_gym.agents.heuristic.{env.spec.env}"
+        try:
+            module = importlib.import_module(where)
+        except ModuleNotFoundError as exc:
+            if exc.name != where:
+                raise
+            raise ValueError(
+                f"no heuristic agent for environment {env.spec.env!r} (none in {where}); "
+                "use random, noop or oracle, or add one (docs/adding-an-environment.md)"
+            ) from exc
         agent: Agent = module.HeuristicAgent(env.spec, seed=seed)
         return agent
     # Environment-specific agents: ``agents.heuristic.<env>.AGENTS`` maps extra names to classes
