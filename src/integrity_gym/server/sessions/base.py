@@ -28,13 +28,21 @@ _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 class CapacityError(RuntimeError):
     """The server already holds its maximum number of sessions."""
 
+    #: What is counted, and how a client frees one.
+    counted = "sessions"
+    remedy = "close a session (DELETE /<env>/session/<id> or a WebSocket 'close') or retry later"
+
     def __init__(self, active: int, maximum: int) -> None:
-        super().__init__(
-            f"server at capacity: {active} of {maximum} sessions are open; close a session "
-            "(DELETE /<env>/session/<id> or a WebSocket 'close') or retry later"
-        )
+        super().__init__(f"server at capacity: {active} of {maximum} {self.counted} are open; {self.remedy}")
         self.active = active
         self.maximum = maximum
+
+
+class EvaluationCapacityError(CapacityError):
+    """The server already holds its maximum number of open evaluations."""
+
+    counted = "evaluations"
+    remedy = "close one (POST /evaluations/<id>/close) or retry later"
 
 
 class SessionNotFoundError(KeyError):
@@ -47,18 +55,6 @@ class SessionNotFoundError(KeyError):
             "after its idle time-to-live; POST /{env}/reset starts a new one".replace("{env}", env_name)
         )
         self.message = str(self.args[0])
-
-
-class EvaluationCapacityError(RuntimeError):
-    """The server already holds its maximum number of open evaluations."""
-
-    def __init__(self, active: int, maximum: int) -> None:
-        super().__init__(
-            f"server at capacity: {active} of {maximum} evaluations are open; close one "
-            "(POST /evaluations/<id>/close) or retry later"
-        )
-        self.active = active
-        self.maximum = maximum
 
 
 class SessionBusyError(RuntimeError):
