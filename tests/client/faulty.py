@@ -1,12 +1,13 @@
 """A real server in this process that fails on purpose, and a TCP relay that can refuse connections.
 
-``FaultyServer`` runs the real app (``create_app`` with the minimal task) under uvicorn in a thread,
-behind a small ASGI layer that answers planned faults before the app sees the request (a 503 with
-Retry-After, a 429), or lets the app apply the request and then cuts the connection before the
-reply. It counts every request it receives per route, so a test can tell how often the client
-sent one. ``Relay`` forwards TCP to that server and can be shut (connections refused) and
-reopened on the same port, or stalled (connections hang unanswered), while the server and its
-sessions live on.
+``FaultyServer`` runs the real app (``create_app`` with the minimal task) under uvicorn in a
+thread, behind a small ASGI layer that answers planned faults before the app sees the request (a
+503 with Retry-After, a 429), or lets the app apply the request and then cuts the connection before
+the reply. Over a WebSocket it can also let the app apply one message (``"WS step"``) and cut the
+connection instead of sending the reply. It counts every request it receives per route, and every
+WebSocket message per type, so a test can tell how often the client sent one. ``Relay`` forwards
+TCP to that server and can be shut (connections refused) and reopened on the same port, or stalled
+(connections hang unanswered), while the server and its sessions live on.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class FaultyServer:
         return f"http://127.0.0.1:{self.port}"
 
     def plan(self, key: str, *faults: Fault) -> None:
-        """Fail the next requests to ``key`` (e.g. ``"POST /reset"``) as listed, in order."""
+        """Fail the next requests to ``key`` (e.g. ``"POST /reset"``; ``"WS step"``: a message) as listed, in order."""
         self.faults[key].extend(faults)
 
     def clear(self) -> None:
@@ -82,7 +83,9 @@ class FaultyServer:
         key = route(scope)
         self.seen[key] += 1
         fault = self.faults[key].pop(0) if self.faults[key] else None
-        if fault is None:
+        if fault is None and scope["type"] == "websocket":
+            await self.app(scope, *self._watch(receive, send))
+        elif fault is None:
             await self.app(scope, receive, send)
         elif scope["type"] == "websocket":  # accept, then close before any reply
             await receive()
@@ -99,6 +102,36 @@ class FaultyServer:
                 headers.append((b"retry-after", fault.retry_after.encode()))
             await send({"type": "http.response.start", "status": fault.status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
+
+    def _watch(self, receive: Receive, send: Send) -> tuple[Receive, Send]:
+        """Count each WebSocket message by type (``"WS step"``); for one planned to fail, the app
+        applies it and the connection is cut (close code 1011) instead of the reply."""
+        cut = pending = False
+
+        async def watched_receive() -> MutableMapping[str, Any]:
+            nonlocal pending
+            if cut:
+                return {"type": "websocket.disconnect", "code": 1011}
+            message = await receive()
+            if message["type"] == "websocket.receive" and message.get("text"):
+                with contextlib.suppress(ValueError, AttributeError):
+                    key = f"WS {json.loads(message['text']).get('type')}"
+                    self.seen[key] += 1
+                    if self.faults[key]:
+                        pending = self.faults[key].pop(0).drop
+            return message
+
+        async def watched_send(message: MutableMapping[str, Any]) -> None:
+            nonlocal cut
+            if cut:
+                return
+            if pending and message["type"] == "websocket.send":
+                cut = True
+                await send({"type": "websocket.close", "code": 1011})
+                return
+            await send(message)
+
+        return watched_receive, watched_send
 
     def start(self) -> FaultyServer:
         """Serve on a free port until ``stop``."""

@@ -6,10 +6,7 @@ state exactly which waits the client chose: the server's Retry-After, or the dou
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
@@ -17,89 +14,13 @@ from typing import Any
 import httpx
 import pytest
 
-from integrity_gym.client import AsyncRemoteEnv, RemoteEnv, RemoteError, RetryPolicy, ServerCapacityError
+from integrity_gym.client import RemoteError, RetryPolicy, ServerCapacityError
 from integrity_gym.client.retries import retry_after
 from integrity_gym.server.minimal import MINIMAL_TASK
+from tests.client.drive import Client
 from tests.client.faulty import Fault, FaultyServer, Relay
-from tests.server.servers import ADMIN_TOKEN
 
 ADD = {"kind": "ADD", "amount": 3}
-
-
-@pytest.fixture(scope="module")
-def shared() -> Iterator[FaultyServer]:
-    server = FaultyServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def faulty(shared: FaultyServer) -> Iterator[FaultyServer]:
-    shared.clear()
-    yield shared
-    shared.clear()
-
-
-@pytest.fixture(params=["sync", "async"])
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@dataclass
-class Client:
-    """A sync or async client driven the same way: ``c("reset", seed=1)`` returns the result."""
-
-    env: RemoteEnv | AsyncRemoteEnv
-    loop: asyncio.AbstractEventLoop
-    sleeps: list[float] = field(default_factory=list)
-
-    def __call__(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        value = getattr(self.env, method)(*args, **kwargs)
-        return self.loop.run_until_complete(value) if inspect.isawaitable(value) else value
-
-
-@pytest.fixture
-def connect(kind: str) -> Iterator[Callable[..., Client]]:
-    loop = asyncio.new_event_loop()
-    made: list[Client] = []
-
-    def connect(
-        url: str,
-        *,
-        transport: str = "http",
-        on_sleep: Callable[[], None] | None = None,
-        connect_timeout: float = 10.0,
-        **policy: Any,
-    ) -> Client:
-        sleeps: list[float] = []
-
-        def record(seconds: float) -> None:
-            sleeps.append(seconds)
-            if on_sleep is not None:
-                on_sleep()
-
-        async def record_async(seconds: float) -> None:
-            record(seconds)
-
-        retries = RetryPolicy(sleep=record if kind == "sync" else record_async, **policy)
-        cls = RemoteEnv if kind == "sync" else AsyncRemoteEnv
-        env = cls(
-            url,
-            MINIMAL_TASK.id,
-            spec=MINIMAL_TASK,
-            transport=transport,  # type: ignore[arg-type]
-            admin_token=ADMIN_TOKEN,
-            retries=retries,
-            connect_timeout=connect_timeout,
-        )
-        client = Client(env, loop, sleeps)
-        made.append(client)
-        return client
-
-    yield connect
-    for client in made:
-        client("close")
-    loop.close()
 
 
 def local_reset(seed: int) -> str:

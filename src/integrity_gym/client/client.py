@@ -13,6 +13,12 @@ retried (``retries=RetryPolicy(...)``, see ``integrity_gym.client.retries``): a 
 reached the server; ``reset``, ``state`` and ``grade`` also after transient failures and 429/503
 replies, waiting as long as the server's ``Retry-After`` asks. A ``step`` that may have been
 applied is never repeated.
+
+There is one implementation: ``AsyncRemoteEnv`` holds the transports, the retries and the error
+mapping. ``RemoteEnv`` is a thin synchronous facade over one: each call runs the async client's
+coroutine on a background event loop shared by every ``RemoteEnv`` in the process
+(``integrity_gym.client.background``) and waits for it, so it behaves the same, and works from any
+thread, from several threads at once and inside a running event loop.
 """
 
 from __future__ import annotations
@@ -22,11 +28,12 @@ import contextlib
 import json
 import os
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypedDict, TypeVar, Unpack, overload
 
 import httpx
 from pydantic import BaseModel
 
+from integrity_gym.client.background import run
 from integrity_gym.client.protocol import (
     AdminTokenError,
     SessionLostError,
@@ -39,17 +46,18 @@ from integrity_gym.client.protocol import (
     ws_error,
     ws_url,
 )
-from integrity_gym.client.retries import RetryPolicy, async_retrying, http_retry, retrying, ws_reset_retry
+from integrity_gym.client.retries import RetryPolicy, http_retry, in_worker_thread, retrying, ws_reset_retry
 from integrity_gym.core.env import NotResetError
 from integrity_gym.core.registry import TaskSpec, get_spec
 from integrity_gym.core.types import Grade, StepResult
 
 Transport = Literal["ws", "http"]
+T = TypeVar("T")
 #: Error codes after which the server closes the WebSocket.
 _FATAL_CODES = frozenset({"CAPACITY_REACHED", "SESSION_ERROR", "SESSION_STORE_UNAVAILABLE"})
 
 
-def _transport_error(exc: httpx.TransportError, client: _Base, path: str) -> Exception:
+def _transport_error(exc: httpx.TransportError, client: AsyncRemoteEnv, path: str) -> Exception:
     """The error to raise for an HTTP request that failed (after any retries)."""
     if isinstance(exc, httpx.ConnectError):
         return ConnectionError(f"cannot reach {client.base_url}: {exc}")
@@ -67,8 +75,11 @@ def _request(body: Any) -> dict[str, Any]:
     return {"content": json.dumps(body), "headers": {"content-type": "application/json"}}
 
 
-class _Base:
-    """What both clients share: the task, its typed models, headers and the last observation."""
+class AsyncRemoteEnv:
+    """A remote environment with the interface of an in-process ``Env``: ``await env.reset()``, ``await env.step(...)``.
+
+    All the client's logic lives here; ``RemoteEnv`` is its synchronous facade.
+    """
 
     def __init__(
         self,
@@ -105,8 +116,11 @@ class _Base:
         self._last_obs: Any = None
         self._closed = False
         self._fatal = False
+        self._ws: Any = None
+        self._http: httpx.AsyncClient | None = None
+        self._lock = asyncio.Lock()
 
-    # ------------------------------------------------------------ helpers shared by both
+    # ------------------------------------------------------------------ replies
     def _reset_body(
         self,
         seed: int | None,
@@ -166,185 +180,7 @@ class _Base:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.spec.id} at {self.base_url} over {self.transport}>"
 
-
-class RemoteEnv(_Base):
-    """A synchronous remote environment with the interface of an in-process ``Env``."""
-
-    def __init__(self, url: str, task_id: str, **kwargs: Any) -> None:
-        super().__init__(url, task_id, **kwargs)
-        self._ws: Any = None
-        self._http: httpx.Client | None = None
-
     # ------------------------------------------------------------------ transport
-    def _connect_ws(self) -> Any:
-        from websockets.sync.client import connect
-
-        try:
-            # Entering the connection as a context manager marks it as managed by us (close()).
-            self._ws = connect(
-                ws_url(self.base_url),
-                open_timeout=self.connect_timeout,
-                max_size=self.max_message_bytes,
-                additional_headers=self.headers or None,
-                proxy=None,
-                compression=None,
-            ).__enter__()
-        except (OSError, TimeoutError) as exc:
-            raise ConnectionError(f"cannot open a WebSocket to {ws_url(self.base_url)}: {exc}") from exc
-        except Exception as exc:  # handshake refused (e.g. 404 for an env the server lacks)
-            raise ConnectionError(f"WebSocket handshake with {ws_url(self.base_url)} failed: {exc}") from exc
-        return self._ws
-
-    def _drop_ws(self) -> None:
-        ws, self._ws = self._ws, None
-        if ws is not None:
-            with contextlib.suppress(Exception):
-                ws.close()
-
-    def _ws_exchange(self, message: dict[str, Any]) -> dict[str, Any]:
-        """Send one message and parse its reply, opening the connection first if there is none."""
-        from websockets.exceptions import ConnectionClosed
-
-        if self._ws is None:
-            self._connect_ws()
-        with contextlib.suppress(ConnectionClosed):
-            # A refused session (at capacity, reaped) sends an error frame, then closes:
-            # the send may fail but the frame is still queued, and recv() returns it.
-            self._ws.send(json.dumps(message))
-        try:
-            raw = self._ws.recv(timeout=self.timeout)
-        except TimeoutError as exc:
-            # A late reply would pair with the next request: this connection is unusable now.
-            self._drop_ws()
-            raise TimeoutError(f"no reply from {self.base_url} within {self.timeout}s; the session is lost") from exc
-        except ConnectionClosed:
-            self._drop_ws()
-            raise
-        try:
-            return self._ws_reply(raw)
-        finally:
-            if self._fatal:
-                self._fatal = False
-                self._drop_ws()
-
-    def _ws_call(self, message: dict[str, Any], *, reconnect: bool = False, retry: bool = True) -> dict[str, Any]:
-        from websockets.exceptions import ConnectionClosed
-
-        if self._ws is None and not reconnect:
-            raise SessionLostError("the connection was lost; call reset() to start again", "SESSION_ERROR")
-        try:
-            if reconnect and retry:  # only a reset may start over on a new connection
-                reply: dict[str, Any] = retrying(self.retries, ws_reset_retry())(self._ws_exchange, message)
-                return reply
-            return self._ws_exchange(message)
-        except ConnectionClosed as exc:
-            raise SessionLostError(
-                f"the connection to {self.base_url} dropped mid-episode: {exc}", "SESSION_ERROR"
-            ) from exc
-
-    def _client(self) -> httpx.Client:
-        if self._http is None:
-            self._http = httpx.Client(
-                timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout), headers=self.headers, trust_env=False
-            )
-        return self._http
-
-    def _http_call(self, method: str, path: str, body: Any = None, *, repeatable: bool = False) -> Any:
-        send = retrying(self.retries, http_retry(self.retries, repeatable=repeatable))
-        try:
-            response: httpx.Response = send(self._client().request, method, self.base_url + path, **_request(body))
-        except httpx.TransportError as exc:
-            raise _transport_error(exc, self, path) from exc
-        if response.status_code >= 400:
-            raise http_error(response.status_code, response.content)
-        return response.json()
-
-    # ------------------------------------------------------------------ Env interface
-    def reset(
-        self,
-        *,
-        seed: int | None = None,
-        task: str | None = None,
-        scenario_id: str | int | None = None,
-        options: Mapping[str, Any] | None = None,
-        handle: str | None = None,
-    ) -> Any:
-        """Start a new episode and return its first observation.
-
-        ``handle`` starts an episode of a sealed evaluation (``client.evaluation``) instead: the
-        server chose its item, and a handle starts once, so its reset is never repeated.
-        """
-        body = self._reset_body(seed, task, scenario_id, options, handle)
-        if self.transport == "ws":
-            data = self._ws_call({"type": "reset", "data": body}, reconnect=True, retry=handle is None)
-            self.session_id = (data.get("metadata") or {}).get("session_id")
-            return self._on_observation(data["observation"])
-        if self.session_id is not None:
-            self._forget_http_session()
-        data = self._http_call("POST", "/reset", body, repeatable=handle is None)
-        self.session_id = data["session_id"]
-        return self._on_observation(data["observation"])
-
-    def step(self, action: Any) -> StepResult[Any]:
-        """Apply one action; a malformed one comes back with ``info['error']``, as in-process."""
-        self._require_started()
-        payload = action_payload(action)
-        if self.transport == "ws":
-            return self._on_step(self._ws_call({"type": "step", "data": payload}), "metadata")
-        return self._on_step(
-            self._http_call("POST", "/step", {"session_id": self.session_id, "action": payload}), "info"
-        )
-
-    def state(self) -> Any:
-        """The full state, ground truth included (needs the server's admin token)."""
-        self._require_started()
-        if self.transport == "ws":
-            return self._on_state(self._ws_call({"type": "state"}))
-        return self._on_state(self._http_call("GET", f"/state/{self.session_id}", repeatable=True))
-
-    def grade(self) -> Grade:
-        """Grade the finished episode (``EpisodeNotDoneError`` before, unless holding the admin token)."""
-        self._require_started()
-        if self.transport == "ws":
-            return parse_grade(self._ws_call({"type": "grade"}))
-        return parse_grade(self._http_call("GET", f"/grade/{self.session_id}", repeatable=True))
-
-    def _forget_http_session(self) -> None:
-        with contextlib.suppress(SessionLostError, ConnectionError, TimeoutError):
-            self._http_call("DELETE", f"/session/{self.session_id}")
-        self.session_id = None
-
-    def close(self) -> None:
-        """End the session and release the connection. Closing twice is harmless."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._ws is not None:
-            with contextlib.suppress(Exception):
-                self._ws.send(json.dumps({"type": "close"}))
-            self._drop_ws()
-        if self._http is not None:
-            if self.session_id is not None:
-                self._forget_http_session()
-            self._http.close()
-            self._http = None
-
-    def __enter__(self) -> RemoteEnv:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class AsyncRemoteEnv(_Base):
-    """The asynchronous twin of ``RemoteEnv``: ``await env.reset()``, ``await env.step(...)``."""
-
-    def __init__(self, url: str, task_id: str, **kwargs: Any) -> None:
-        super().__init__(url, task_id, **kwargs)
-        self._ws: Any = None
-        self._http: httpx.AsyncClient | None = None
-        self._lock = asyncio.Lock()
-
     async def _connect_ws(self) -> None:
         from websockets.asyncio.client import connect
 
@@ -378,7 +214,8 @@ class AsyncRemoteEnv(_Base):
             # A refused session sends an error frame, then closes: recv() still gets it.
             await self._ws.send(json.dumps(message))
         try:
-            raw = await asyncio.wait_for(self._ws.recv(), timeout=self.timeout)
+            async with asyncio.timeout(self.timeout):  # no extra task per reply, as wait_for makes in 3.11
+                raw = await self._ws.recv()
         except (TimeoutError, asyncio.CancelledError) as exc:
             await self._drop_ws()
             if isinstance(exc, asyncio.CancelledError):
@@ -402,9 +239,7 @@ class AsyncRemoteEnv(_Base):
                 raise SessionLostError("the connection was lost; call reset() to start again", "SESSION_ERROR")
             try:
                 if reconnect and retry:  # only a reset may start over on a new connection
-                    reply: dict[str, Any] = await async_retrying(self.retries, ws_reset_retry())(
-                        self._ws_exchange, message
-                    )
+                    reply: dict[str, Any] = await retrying(self.retries, ws_reset_retry())(self._ws_exchange, message)
                     return reply
                 return await self._ws_exchange(message)
             except ConnectionClosed as exc:
@@ -420,7 +255,7 @@ class AsyncRemoteEnv(_Base):
         return self._http
 
     async def _http_call(self, method: str, path: str, body: Any = None, *, repeatable: bool = False) -> Any:
-        send = async_retrying(self.retries, http_retry(self.retries, repeatable=repeatable))
+        send = retrying(self.retries, http_retry(self.retries, repeatable=repeatable))
         try:
             response: httpx.Response = await send(
                 self._client().request, method, self.base_url + path, **_request(body)
@@ -431,6 +266,7 @@ class AsyncRemoteEnv(_Base):
             raise http_error(response.status_code, response.content)
         return response.json()
 
+    # ------------------------------------------------------------------ Env interface
     async def reset(
         self,
         *,
@@ -440,7 +276,11 @@ class AsyncRemoteEnv(_Base):
         options: Mapping[str, Any] | None = None,
         handle: str | None = None,
     ) -> Any:
-        """Start a new episode and return its first observation (``handle``: see ``RemoteEnv.reset``)."""
+        """Start a new episode and return its first observation.
+
+        ``handle`` starts an episode of a sealed evaluation (``client.evaluation``) instead: the
+        server chose its item, and a handle starts once, so its reset is never repeated.
+        """
         body = self._reset_body(seed, task, scenario_id, options, handle)
         if self.transport == "ws":
             data = await self._ws_call({"type": "reset", "data": body}, reconnect=True, retry=handle is None)
@@ -500,3 +340,106 @@ class AsyncRemoteEnv(_Base):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+class ResetArgs(TypedDict, total=False):
+    """The keyword arguments of ``reset`` (all optional; see ``AsyncRemoteEnv.reset``)."""
+
+    seed: int | None
+    task: str | None
+    scenario_id: str | int | None
+    options: Mapping[str, Any] | None
+    handle: str | None
+
+
+class _Shared(Generic[T]):
+    """An attribute of ``RemoteEnv`` that is the attribute of the same name of its async client."""
+
+    def __set_name__(self, owner: type[RemoteEnv], name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, env: None, owner: type[RemoteEnv]) -> _Shared[T]: ...
+    @overload
+    def __get__(self, env: RemoteEnv, owner: type[RemoteEnv]) -> T: ...
+    def __get__(self, env: RemoteEnv | None, owner: type[RemoteEnv]) -> T | _Shared[T]:
+        if env is None:
+            return self
+        value: T = getattr(env._async, self.name)
+        return value
+
+    def __set__(self, env: RemoteEnv, value: T) -> None:
+        setattr(env._async, self.name, value)
+
+
+class RemoteEnv:
+    """A synchronous remote environment with the interface of an in-process ``Env``.
+
+    A facade over an ``AsyncRemoteEnv`` (same keyword arguments, same behaviour): each call runs
+    the async client's coroutine on the process's shared background loop and waits for it.
+    A ``retries`` policy's ``sleep`` here is a blocking one, like ``time.sleep``.
+    """
+
+    spec: _Shared[TaskSpec] = _Shared()
+    env_name: _Shared[str] = _Shared()
+    action_type: _Shared[type[BaseModel]] = _Shared()
+    observation_type: _Shared[type[BaseModel]] = _Shared()
+    state_type: _Shared[type[BaseModel]] = _Shared()
+    transport: _Shared[Transport] = _Shared()
+    base_url: _Shared[str] = _Shared()
+    timeout: _Shared[float] = _Shared()
+    connect_timeout: _Shared[float] = _Shared()
+    max_message_bytes: _Shared[int] = _Shared()
+    headers: _Shared[dict[str, str]] = _Shared()
+    session_id: _Shared[str | None] = _Shared()
+
+    def __init__(self, url: str, task_id: str, **kwargs: Any) -> None:
+        self._async = AsyncRemoteEnv(url, task_id, **kwargs)
+        self.retries = self._async.retries
+
+    @property
+    def retries(self) -> RetryPolicy:
+        """The retry policy, its blocking ``sleep`` (if any) called in a worker thread, off the shared loop."""
+        return self._async.retries
+
+    @retries.setter
+    def retries(self, policy: RetryPolicy) -> None:
+        self._async.retries = in_worker_thread(policy)
+
+    def reset(self, **kwargs: Unpack[ResetArgs]) -> Any:
+        """Start a new episode and return its first observation (the arguments: ``AsyncRemoteEnv.reset``)."""
+        return run(self._async.reset(**kwargs))
+
+    def step(self, action: Any) -> StepResult[Any]:
+        """Apply one action; a malformed one comes back with ``info['error']``, as in-process."""
+        return run(self._async.step(action))
+
+    def state(self) -> Any:
+        """The full state, ground truth included (needs the server's admin token)."""
+        return run(self._async.state())
+
+    def grade(self) -> Grade:
+        """Grade the finished episode (``EpisodeNotDoneError`` before, unless holding the admin token)."""
+        return run(self._async.grade())
+
+    def observation(self) -> Any:
+        """The latest observation (no request is made)."""
+        return self._async.observation()
+
+    @property
+    def done(self) -> bool:
+        """True once the current episode has ended."""
+        return self._async.done
+
+    def close(self) -> None:
+        """End the session and release the connection. Closing twice is harmless."""
+        run(self._async.close())
+
+    def __enter__(self) -> RemoteEnv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.spec.id} at {self.base_url} over {self.transport}>"

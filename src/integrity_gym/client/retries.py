@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -46,8 +45,10 @@ _WS_RETRY_CODES = frozenset({"CAPACITY_REACHED", "SESSION_STORE_UNAVAILABLE"})
 class RetryPolicy:
     """How often and how patiently a client sends a request again (see the module docstring).
 
-    ``sleep`` replaces the pause between attempts (``time.sleep``; ``asyncio.sleep`` for the async
-    client, where it may also return an awaitable): tests pass a recorder, so nothing waits.
+    ``sleep`` replaces the pause between attempts (by default ``asyncio.sleep``): tests pass a
+    recorder, so nothing waits. ``AsyncRemoteEnv`` calls it on its event loop, and awaits what it
+    returns if that is awaitable; ``RemoteEnv`` takes a blocking one (like ``time.sleep``) and
+    calls it in a worker thread (``in_worker_thread``), so it never holds up the shared loop.
     """
 
     attempts: int = 3
@@ -139,24 +140,8 @@ def ws_reset_retry() -> tenacity.retry_base:
     return tenacity.retry_if_exception(on_error)
 
 
-def retrying(policy: RetryPolicy, retry: tenacity.retry_base) -> tenacity.Retrying:
-    """A tenacity loop for the synchronous client."""
-    sleeper = policy.sleep or time.sleep
-
-    def nap(seconds: float) -> None:
-        sleeper(float(seconds))
-
-    return tenacity.Retrying(
-        stop=tenacity.stop_after_attempt(policy.attempts),
-        wait=_WaitRetryAfter(policy),
-        retry=retry,
-        sleep=nap,
-        retry_error_callback=_last_outcome,
-    )
-
-
-def async_retrying(policy: RetryPolicy, retry: tenacity.retry_base) -> tenacity.AsyncRetrying:
-    """A tenacity loop for the asynchronous client."""
+def retrying(policy: RetryPolicy, retry: tenacity.retry_base) -> tenacity.AsyncRetrying:
+    """A tenacity loop (asynchronous: both clients run on ``AsyncRemoteEnv``)."""
     sleeper = policy.sleep
 
     async def nap(seconds: float) -> None:
@@ -174,3 +159,17 @@ def async_retrying(policy: RetryPolicy, retry: tenacity.retry_base) -> tenacity.
         sleep=nap,
         retry_error_callback=_last_outcome,
     )
+
+
+def in_worker_thread(policy: RetryPolicy) -> RetryPolicy:
+    """``policy`` with its blocking ``sleep`` (if any) called in a worker thread, off the event loop."""
+    sleeper = policy.sleep
+    if sleeper is None:
+        return policy
+
+    async def nap(seconds: float) -> None:
+        paused = await asyncio.to_thread(sleeper, seconds)
+        if inspect.isawaitable(paused):
+            await paused
+
+    return replace(policy, sleep=nap)
