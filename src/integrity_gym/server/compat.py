@@ -26,6 +26,7 @@ anyone rebuild it from the public generator.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -36,6 +37,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from integrity_gym.core.env import NotResetError
 
 ProfileName = Literal["seed000", "seed001"]
 
@@ -138,21 +141,22 @@ def _listed_ids(env: Any) -> dict[str, list[str]]:
     """The claim and source ids the current observation lists, in order (none before a reset)."""
     try:
         obs = env.observation()
-    except Exception:  # not reset yet: the env itself says so when it steps
+    except NotResetError:  # the env itself says so when it steps
         return {"src": [], "claim": []}
     return {"src": [s.id for s in obs.available_sources], "claim": [c.id for c in obs.claims]}
 
 
-def _unpad(value: Any, listed: dict[str, list[str]]) -> Any:
+def _unpad(value: Any, listed: Callable[[], dict[str, list[str]]]) -> Any:
     """``src_001`` → ``src_1`` where that id exists, else the first listed source (``claim_`` likewise).
 
     An id the observation lists is kept as written; a number past the list becomes ``src_<n>``,
-    which the env refuses with its own message.
+    which the env refuses with its own message. ``listed`` gives the listed ids; it is asked only
+    when a padded id is found (most actions hold none, and the observation is not built for them).
     """
 
     def ours(match: re.Match[str]) -> str:
         kind, number = match.group(1), int(match.group(2))
-        plain, ids = f"{kind}_{number}", listed[kind]
+        plain, ids = f"{kind}_{number}", listed()[kind]
         if match.group(0) in ids:  # an opaque id that happens to read as a padded number (src_0123)
             return match.group(0)
         if plain in ids or not 1 <= number <= len(ids):
@@ -174,7 +178,7 @@ def _seed000_action(action: Any, env: Any) -> tuple[Any, dict[str, Any]]:
             action = json.loads(action)
         except json.JSONDecodeError:
             return action, {}
-    return _unpad(action, _listed_ids(env)), {}
+    return _unpad(action, functools.cache(lambda: _listed_ids(env))), {}
 
 
 def _seed000_observation(
