@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import integrity_gym
 from integrity_gym.agents.base import make_agent
 from integrity_gym.core.registry import TaskSpec, get_spec, list_tasks, make
 
@@ -33,9 +34,7 @@ def build_agent(name: str, env: Any, seed: int, llm_settings: Any = None) -> Any
 def make_env(spec: TaskSpec, config: BenchConfig) -> Any:
     """The environment an episode of ``spec`` plays: in-process with the run's config, or the server's."""
     if config.server:
-        from integrity_gym.client.client import RemoteEnv
-
-        return RemoteEnv(config.server, spec.id, spec=spec)
+        return integrity_gym.make(spec.id, url=config.server)
     partition = {} if config.partition is None else {"partition": config.partition}
     return make(spec.id, **{**partition, **config.env_config})
 
