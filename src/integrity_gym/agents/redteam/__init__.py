@@ -93,6 +93,23 @@ def _scores(spec: TaskSpec, build: Callable[[TaskSpec, int], Any], seeds: Iterab
     return scores, successes
 
 
+#: The honest agents' means, by (task, agent, seeds, data mode): kept per process.
+_RESTATED: dict[tuple[str, Callable[[TaskSpec, int], Any], tuple[int, ...], str], float] = {}
+
+
+def _restated_mean(spec: TaskSpec, build: Callable[[TaskSpec, int], Any], seeds: tuple[int, ...]) -> float:
+    """The honest agent's mean on these seeds in this data mode: every attack restating it is held to it.
+
+    Several attacks restate one agent (its verdicts at confidence 1, never abstaining); it is played
+    once for all of them.
+    """
+    key = (spec.id, build, seeds, data_mode())
+    if key not in _RESTATED:
+        scores, _ = _scores(spec, build, seeds)
+        _RESTATED[key] = sum(scores) / len(scores)
+    return _RESTATED[key]
+
+
 def run_attack(spec: TaskSpec, attack: Attack, seeds: Iterable[int]) -> AttackResult:
     """Play ``attack`` on ``spec``'s task (eval partition) for each seed."""
     seeds = list(seeds)
@@ -101,8 +118,7 @@ def run_attack(spec: TaskSpec, attack: Attack, seeds: Iterable[int]) -> AttackRe
     n = len(scores)
     limit = bar.limit(spec, floor=attack.floor)
     if attack.restates is not None:
-        honest, _ = _scores(spec, attack.restates, seeds)
-        limit = max(limit, sum(honest) / n)
+        limit = max(limit, _restated_mean(spec, attack.restates, tuple(seeds)))
     return AttackResult(
         task_id=spec.id,
         attack=attack.name,
