@@ -20,7 +20,7 @@ does. So every live episode counts towards capacity and is subject to the reaper
   Per-session locking then uses a Redis lock, and the capacity count is global. WebSocket
   sessions stay in the process that holds the connection but still count towards capacity.
 
-Both stores also keep the sealed evaluations of ``igym serve --sealed`` (``evaluations.py``): an
+Both stores also keep the sealed evaluations of ``igym serve --sealed`` (``evaluations/``): an
 evaluation's settings (``meta``), one record per episode, the handle of each episode and, per
 secret and task, the items already handed out. The memory store keeps them in dicts; the Redis
 store keeps them in Redis as JSON (with the evaluation's time-to-live; the record of items
@@ -41,11 +41,12 @@ from integrity_gym.server.sessions.base import (
     SessionBusyError,
     SessionNotFoundError,
     SessionStore,
+    StoreStartupError,
     StoreUnavailableError,
     new_session_id,
 )
 from integrity_gym.server.sessions.memory import MemoryStore
-from integrity_gym.server.sessions.redis_store import RedisStore
+from integrity_gym.server.sessions.redis_store import RedisStore, check_store_reachable
 
 __all__ = [
     "AnyEnv",
@@ -59,8 +60,10 @@ __all__ = [
     "SessionBusyError",
     "SessionNotFoundError",
     "SessionStore",
+    "StoreStartupError",
     "StoreUnavailableError",
     "build_store",
+    "check_store_reachable",
     "new_session_id",
 ]
 

@@ -65,6 +65,17 @@ class StoreUnavailableError(RuntimeError):
     """The session store cannot be reached (e.g. Redis is down); the message names the store."""
 
 
+class StoreStartupError(StoreUnavailableError, ValueError):
+    """The session store cannot be reached when the server starts.
+
+    Its message is one line naming the store and what to do, meant to be printed as is (no
+    traceback); it is a ``ValueError`` too, as the CLI reports bad settings.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split()))
+
+
 def new_session_id() -> str:
     """A fresh unguessable session id (the id is the only credential for a session)."""
     return secrets.token_urlsafe(16)
@@ -85,7 +96,7 @@ class Session:
     on_evict: Callable[[], Awaitable[None]] | None = None
     #: Set once the store has let the session go (closed, released or reaped).
     closed: bool = False
-    #: The sealed-evaluation handle this HTTP session plays (``evaluations.py``), else None.
+    #: The sealed-evaluation handle this session plays (HTTP or WebSocket; ``evaluations/``), else None.
     handle: str | None = None
     #: The id clients see for the episode being played: drawn at random on each reset (a WebSocket
     #: session draws a new one per reset), never derived from the task, seed or item, so it tells
@@ -205,6 +216,13 @@ class SessionStore(ABC):
     async def check(self) -> None:
         """Raise ``StoreUnavailableError`` when the store cannot serve requests (``/health``)."""
         return None  # a store inside this process is always there
+
+    async def health(self) -> dict[str, Any]:
+        """The store's state for ``/health``, without ever waiting long (about a second at most).
+
+        ``{"store": name, "ok": bool, "detail": str | None, ...}``; never raises.
+        """
+        return {"store": self.name, "ok": True, "detail": None}
 
     @abstractmethod
     async def count(self) -> int:

@@ -22,18 +22,72 @@ from integrity_gym.server.sessions.base import (
     SessionBusyError,
     SessionNotFoundError,
     SessionStore,
+    StoreStartupError,
     StoreUnavailableError,
     new_session_id,
 )
+from integrity_gym.server.sessions.leases import RECLAIM_LUA, RedisLease, WorkerLease
 
 log = logging.getLogger("integrity_gym.server.sessions")
 
+#: Seconds to connect to Redis and to wait for any one reply: past them a call fails with
+#: ``StoreUnavailableError`` (a 503) instead of hanging the request.
+CONNECT_TIMEOUT_S = 1.0
+REPLY_TIMEOUT_S = 1.0
+#: Seconds a worker's heartbeat and a session lock live unless renewed (every third of it).
+LEASE_S = 3.0
+
+# Capacity of evaluations. KEYS: index. ARGV: now, maximum, expiry, member.
 _OPEN_SCRIPT = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 local n = redis.call('ZCARD', KEYS[1])
 if n >= tonumber(ARGV[2]) then return -n - 1 end
 redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
 return n + 1
+"""
+
+# Capacity of sessions, after freeing dead workers' slots. KEYS: index, workers set, and for a
+# WebSocket session this worker's heartbeat key and slot set. ARGV: now, maximum, expiry, session
+# id, key prefix, and for a WebSocket session the lease in ms and this worker's id.
+_OPEN_SESSION_SCRIPT = (
+    """
+local index, workers, prefix = KEYS[1], KEYS[2], ARGV[5]
+"""
+    + RECLAIM_LUA
+    + """
+redis.call('ZREMRANGEBYSCORE', index, '-inf', ARGV[1])
+local n = redis.call('ZCARD', index)
+if n >= tonumber(ARGV[2]) then return -n - 1 end
+redis.call('ZADD', index, ARGV[3], ARGV[4])
+if KEYS[4] then
+  redis.call('SET', KEYS[3], '1', 'PX', ARGV[6], 'NX')
+  redis.call('SADD', workers, ARGV[7])
+  redis.call('SADD', KEYS[4], ARGV[4])
+end
+return n + 1
+"""
+)
+
+# Live sessions, after freeing dead workers' slots. KEYS: index, workers set. ARGV: now, prefix.
+_COUNT_SCRIPT = (
+    """
+local index, workers, prefix = KEYS[1], KEYS[2], ARGV[2]
+"""
+    + RECLAIM_LUA
+    + """
+return redis.call('ZCOUNT', index, ARGV[1], '+inf')
+"""
+)
+
+# Save a session's state, only while the caller still holds its lock (ARGV[1] = the lock's token,
+# '' for a session no one else can know yet). KEYS: state hash, index, lock. ARGV: token, ttl s,
+# index score, session id, then field/value pairs. 1 if saved, 0 if the lock was lost.
+_SAVE_SCRIPT = """
+if ARGV[1] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 5))
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+return 1
 """
 
 
@@ -54,7 +108,16 @@ class RedisStore(SessionStore):
         lock_timeout_s: float = 30.0,
         evaluation_ttl_s: float = 86400.0,
         max_evaluations: int = 64,
+        lease_s: float = LEASE_S,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        reply_timeout_s: float = REPLY_TIMEOUT_S,
     ) -> None:
+        """Connect to Redis lazily (``start`` checks it answers).
+
+        ``lock_timeout_s`` is how long a request waits for a session held by another request;
+        ``lease_s`` how long a dead worker's slots and locks outlive it; the two timeouts bound
+        every wait on Redis (a paused Redis fails a call after about ``reply_timeout_s``).
+        """
         super().__init__(
             max_sessions=max_sessions,
             ttl_s=ttl_s,
@@ -63,19 +126,38 @@ class RedisStore(SessionStore):
             max_evaluations=max_evaluations,
         )
         try:
+            import redis
             import redis.asyncio as aioredis
         except ImportError as exc:  # pragma: no cover - depends on the optional extra
             raise ValueError(
                 "the Redis session store needs the 'redis' extra: pip install 'integrity-gym[redis]'"
             ) from exc
+        if lease_s <= 0 or connect_timeout_s <= 0 or reply_timeout_s <= 0:
+            raise ValueError("the lease and the Redis timeouts must be positive seconds")
         self.url = url
-        # Bounded waits: an unreachable Redis must become a clear 503, not a hung request.
-        self._redis: Any = aioredis.Redis.from_url(url, socket_connect_timeout=5.0, socket_timeout=10.0)
+        self.connect_timeout_s = connect_timeout_s
+        self.reply_timeout_s = reply_timeout_s
+        # Bounded waits: an unreachable or paused Redis must become a quick 503, not a hung request
+        # (redis-py does not retry a timed-out call here, so one call waits one timeout at most).
+        self._redis: Any = aioredis.Redis.from_url(
+            url, socket_connect_timeout=connect_timeout_s, socket_timeout=reply_timeout_s
+        )
         self._factory = factory
         self._prefix = prefix
         self._index = f"{prefix}:sessions"
         self._lock_timeout_s = lock_timeout_s
+        self.lease_s = lease_s
         self._open_script = self._redis.register_script(_OPEN_SCRIPT)
+        self._open_session_script = self._redis.register_script(_OPEN_SESSION_SCRIPT)
+        self._count_script = self._redis.register_script(_COUNT_SCRIPT)
+        self._save_script = self._redis.register_script(_SAVE_SCRIPT)
+        # The heartbeat runs in a thread with a client of its own (same bounded timeouts).
+        heartbeat_client = redis.Redis.from_url(
+            url, socket_connect_timeout=connect_timeout_s, socket_timeout=reply_timeout_s
+        )
+        self.worker = WorkerLease(
+            heartbeat_client, self._redis, prefix, self._index, lease_s=lease_s, relist=self._relist_slots
+        )
         self._cache: dict[str, Session] = {}  # HTTP sessions this process saw last (by version)
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -98,36 +180,91 @@ class RedisStore(SessionStore):
 
     @property
     def _safe_url(self) -> str:
-        return re.sub(r"//[^@/]*@", "//***@", self.url)
+        return safe_url(self.url)
 
     async def start(self) -> None:
-        """Check that Redis answers, then start the reaper."""
+        """Check that Redis answers (``StoreStartupError`` if not), then start the heartbeat and the reaper."""
         try:
-            await self._redis.ping()
+            await asyncio.wait_for(self._redis.ping(), self.connect_timeout_s + self.reply_timeout_s)
+            await asyncio.to_thread(self.worker.beat)
         except Exception as exc:
-            raise ValueError(f"cannot reach Redis at {self._safe_url}: {exc}") from exc
+            with contextlib.suppress(Exception):
+                await self._redis.aclose()
+            raise StoreStartupError(unreachable_message(self._safe_url, exc)) from None
+        self.worker.start()
         await super().start()
 
     async def check(self) -> None:
-        """Ping Redis."""
+        """Ping Redis; ``StoreUnavailableError`` within about a second when it does not answer."""
         with self._reachable():
-            await self._redis.ping()
+            await self._bounded(self._redis.ping())
+
+    async def _bounded(self, call: Awaitable[Any]) -> Any:
+        """Await ``call`` for one reply timeout at most (raising the Redis timeout error past it)."""
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        try:
+            return await asyncio.wait_for(call, self.connect_timeout_s + self.reply_timeout_s)
+        except TimeoutError:
+            raise RedisTimeoutError(f"no reply within {self.connect_timeout_s + self.reply_timeout_s:g}s") from None
+
+    async def health(self) -> dict[str, Any]:
+        """Ping Redis (bounded by the timeouts); report whether it answered and this worker's lease."""
+        started = time.monotonic()
+        try:
+            await self.check()
+        except StoreUnavailableError as exc:
+            return {"store": self.name, "ok": False, "detail": str(exc), "worker": self.worker.worker_id}
+        except Exception as exc:  # never raise from a health probe
+            return {"store": self.name, "ok": False, "detail": f"{type(exc).__name__}: {exc}"}
+        return {
+            "store": self.name,
+            "ok": True,
+            "detail": None,
+            "latency_ms": round((time.monotonic() - started) * 1000, 1),
+            "worker": self.worker.worker_id,
+            "lease_held": self.worker.held,
+        }
 
     async def stop(self) -> None:
-        """Stop the reaper, release this process's WebSocket slots and disconnect."""
-        for session in list(self._local.values()):
+        """Stop the reaper, release this process's WebSocket slots and lease, and disconnect."""
+        if self._local:
             with contextlib.suppress(Exception):
-                await self._redis.zrem(self._index, session.id)
+                pipe = self._redis.pipeline(transaction=True)
+                pipe.zrem(self._index, *self._local)
+                pipe.srem(self.worker.slots_key, *self._local)
+                await pipe.execute()
+        await self.worker.stop()
         await super().stop()
         self._cache.clear()
         await self._redis.aclose()
 
-    async def _reserve(self, session_id: str) -> None:
+    def _relist_slots(self, client: Any) -> None:
+        """List this worker's WebSocket slots again (its lease had lapsed and they were reclaimed).
+
+        Called in the heartbeat thread with its synchronous client; ``list(dict.values())`` is one
+        step for the interpreter, so reading ``_local`` from there is safe.
+        """
+        sessions = list(self._local.values())
+        if not sessions:
+            return
+        now_wall, now = time.time(), time.monotonic()
+        pipe = client.pipeline(transaction=True)
+        pipe.zadd(self._index, {s.id: now_wall + self.ttl_s - (now - s.last_used) for s in sessions})
+        pipe.sadd(self.worker.slots_key, *[s.id for s in sessions])
+        pipe.execute()
+
+    async def _reserve(self, session_id: str, kind: Kind) -> None:
         now = time.time()
+        keys = [self._index, self.worker.workers_key]
+        args: list[Any] = [now, self.max_sessions, now + self.ttl_s, session_id, self._prefix]
+        if kind == "ws":  # a slot only this worker can serve: a lease that dies with the worker
+            keys += [self.worker.key, self.worker.slots_key]
+            args += [self.worker.lease_ms, self.worker.worker_id]
+            if not self.worker.running():
+                self.worker.start()
         with self._reachable():
-            result = int(
-                await self._open_script(keys=[self._index], args=[now, self.max_sessions, now + self.ttl_s, session_id])
-            )
+            result = int(await self._open_session_script(keys=keys, args=args))
         if result < 0:
             raise CapacityError(-result - 1, self.max_sessions)
 
@@ -142,7 +279,7 @@ class RedisStore(SessionStore):
     ) -> Session:
         """Reserve a slot in Redis; an HTTP session's state is written there at once."""
         session = Session(new_session_id(), env_name, env, kind, on_evict=on_evict, handle=handle)
-        await self._reserve(session.id)
+        await self._reserve(session.id, kind)
         if kind == "ws":
             self._local[session.id] = session
             return session
@@ -156,10 +293,10 @@ class RedisStore(SessionStore):
         self._cache[session.id] = session
         return session
 
-    async def _save(self, session: Session) -> None:
+    async def _save(self, session: Session, lock: RedisLease | None = None) -> None:
+        """Write the session's state (only while ``lock``, when given, is still ours)."""
         key = self._key(session.id)
         state = session.env.state().model_dump_json()
-        pipe = self._redis.pipeline(transaction=True)
         mapping: dict[str, Any] = {
             "env": session.env_name,
             "task": session.env.spec.id,
@@ -169,29 +306,32 @@ class RedisStore(SessionStore):
         if session.handle is not None:
             mapping["handle"] = session.handle
         mapping["episode"] = session.episode_id
-        pipe.hset(key, mapping=mapping)
-        pipe.expire(key, max(1, round(self.ttl_s)))
-        pipe.zadd(self._index, {session.id: time.time() + self.ttl_s})
+        fields = [item for pair in mapping.items() for item in pair]
+        token = "" if lock is None else lock.token
+        lock_key = self._lock_key(session.id)
+        args = [token, max(1, round(self.ttl_s)), time.time() + self.ttl_s, session.id, *fields]
         with self._reachable():
-            await pipe.execute()
+            saved = int(await self._save_script(keys=[key, self._index, lock_key], args=args))
+        if not saved:
+            raise SessionBusyError(
+                f"session {session.id} was not saved: its lock lapsed while this request ran (the process "
+                "stalled for longer than the lease) and another request may have moved it on; retry"
+            )
+
+    def _lock_key(self, session_id: str) -> str:
+        return f"{self._prefix}:lock:{session_id}"
 
     @contextlib.asynccontextmanager
     async def use(self, session_id: str, env_name: str, *, write: bool = True) -> AsyncIterator[Session]:
         """Lock the session across processes, load it (from cache if current), save it after."""
         if not _SESSION_ID.match(session_id) or session_id in self._local:
             raise SessionNotFoundError(session_id, env_name)
-        from redis.exceptions import LockError, RedisError
-
         local_lock = self._locks.setdefault(session_id, asyncio.Lock())
         async with local_lock:
-            lock = self._redis.lock(
-                f"{self._prefix}:lock:{session_id}", timeout=self._lock_timeout_s, blocking_timeout=self._lock_timeout_s
-            )
-            try:
-                with self._reachable():
-                    acquired = await lock.acquire()
-            except LockError as exc:  # pragma: no cover - only under Redis failures
-                raise SessionBusyError(f"session {session_id} is locked by another request; retry") from exc
+            # A lease renewed by this worker's heartbeat: it lapses within ``lease_s`` if the worker dies.
+            lock = self.worker.lock(self._lock_key(session_id), wait_s=self._lock_timeout_s)
+            with self._reachable():
+                acquired = await lock.acquire()
             if not acquired:
                 raise SessionBusyError(f"session {session_id} stayed locked for {self._lock_timeout_s}s; retry")
             try:
@@ -208,8 +348,8 @@ class RedisStore(SessionStore):
                 if write:
                     session.version += 1
                     try:
-                        await self._save(session)
-                    except StoreUnavailableError:
+                        await self._save(session, lock)
+                    except (StoreUnavailableError, SessionBusyError):
                         self._cache.pop(session_id, None)  # this step is not stored: forget it here too
                         raise
                 else:
@@ -220,9 +360,7 @@ class RedisStore(SessionStore):
                         await pipe.execute()
                 session.touch()
             finally:
-                # The lock expires by itself if Redis went away meanwhile.
-                with contextlib.suppress(LockError, RedisError, OSError):
-                    await lock.release()
+                await lock.release()  # never raises: the lease lapses by itself if Redis went away
         if not local_lock.locked() and session_id not in self._cache:
             self._locks.pop(session_id, None)
 
@@ -280,14 +418,19 @@ class RedisStore(SessionStore):
         session.env.close()
         try:
             with self._reachable():
-                await self._redis.zrem(self._index, session.id)
+                pipe = self._redis.pipeline(transaction=True)
+                pipe.zrem(self._index, session.id)
+                pipe.srem(self.worker.slots_key, session.id)
+                await pipe.execute()
         except StoreUnavailableError as exc:
             log.warning("could not free session %s in the store: %s", session.id, exc)
 
     async def count(self) -> int:
         """Unexpired sessions registered by every process sharing this Redis."""
         with self._reachable():
-            return int(await self._redis.zcount(self._index, time.time(), "+inf"))
+            return int(
+                await self._count_script(keys=[self._index, self.worker.workers_key], args=[time.time(), self._prefix])
+            )
 
     async def reap(self) -> int:
         """Forget expired sessions; close idle local WebSockets; keep live ones' slots fresh."""
@@ -301,7 +444,10 @@ class RedisStore(SessionStore):
                 await self._redis.zrem(self._index, *[s.id for s in idle])
             live = {s.id: now_wall + self.ttl_s - (now - s.last_used) for s in self._local.values()}
             if live:
-                await self._redis.zadd(self._index, live)
+                pipe = self._redis.pipeline(transaction=True)
+                pipe.zadd(self._index, live)
+                pipe.sadd(self.worker.slots_key, *live)
+                await pipe.execute()
             await self._redis.zremrangebyscore(self._evals_index, "-inf", now_wall)
         for sid, cached in list(self._cache.items()):
             if now - cached.last_used > self.ttl_s and cached.busy == 0:
@@ -409,11 +555,7 @@ class RedisStore(SessionStore):
     @contextlib.asynccontextmanager
     async def eval_lock(self, eval_id: str) -> AsyncIterator[None]:
         """A Redis lock per evaluation, shared by every process."""
-        from redis.exceptions import LockError, RedisError
-
-        lock = self._redis.lock(
-            f"{self._prefix}:elock:{eval_id}", timeout=self._lock_timeout_s, blocking_timeout=self._lock_timeout_s
-        )
+        lock = self.worker.lock(f"{self._prefix}:elock:{eval_id}", wait_s=self._lock_timeout_s)
         with self._reachable():
             acquired = await lock.acquire()
         if not acquired:
@@ -421,8 +563,7 @@ class RedisStore(SessionStore):
         try:
             yield
         finally:
-            with contextlib.suppress(LockError, RedisError, OSError):
-                await lock.release()
+            await lock.release()
 
     async def items_members(self, namespace: str) -> set[str]:
         """Items handed out by every process sharing this Redis."""
@@ -442,3 +583,41 @@ class RedisStore(SessionStore):
     def describe(self) -> dict[str, Any]:
         """Settings, with the Redis URL's password hidden."""
         return {**super().describe(), "url": self._safe_url}
+
+
+def safe_url(url: str) -> str:
+    """``url`` with any password hidden."""
+    return re.sub(r"//[^@/]*@", "//***@", url)
+
+
+def unreachable_message(shown_url: str, exc: BaseException) -> str:
+    """One line: which Redis could not be reached, why (briefly), and what to do."""
+    text = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() else ""
+    reason = text or type(exc).__name__
+    if isinstance(exc, TimeoutError) or "timeout" in type(exc).__name__.lower():
+        reason = f"no answer in time ({reason})" if text else "no answer in time"
+    return (
+        f"cannot reach the session store: Redis at {shown_url} did not answer ({reason}). Start redis-server "
+        "there or pass --sessions a reachable redis://host:port/db (or --sessions memory with one worker)"
+    )
+
+
+def check_store_reachable(spec: str, *, timeout_s: float = CONNECT_TIMEOUT_S + REPLY_TIMEOUT_S) -> None:
+    """Raise ``StoreStartupError`` (one printable line) if the store ``spec`` names cannot be reached.
+
+    Synchronous, for the command line to call before starting the server and its workers; ``memory``
+    and unknown specs pass (``build_store`` judges those).
+    """
+    if not spec.startswith(("redis://", "rediss://", "unix://")):
+        return
+    try:
+        import redis
+    except ImportError:  # pragma: no cover - depends on the optional extra
+        return  # RedisStore reports the missing extra
+    client = redis.Redis.from_url(spec, socket_connect_timeout=timeout_s / 2, socket_timeout=timeout_s / 2)
+    try:
+        client.ping()
+    except Exception as exc:
+        raise StoreStartupError(unreachable_message(safe_url(spec), exc)) from None
+    finally:
+        client.close()

@@ -1,0 +1,255 @@
+"""Leases in Redis: what a server process holds there lasts only while that process lives.
+
+Each process (worker) of a shared store runs one heartbeat, ``WorkerLease``, in a thread of its own
+(so an event loop busy with a long step does not stop it) that every ``lease_s / 3`` seconds, in one
+Lua script:
+
+* renews the worker's key ``<prefix>:w:<worker id>`` (time-to-live ``lease_s``, 3 s by default)
+  and lists the worker id in ``<prefix>:workers``;
+* renews every lock the worker holds (``<prefix>:lock:<session>``, ``<prefix>:elock:<evaluation>``:
+  ``SET key token NX PX lease``, extended only while the token is still ours), so a lock whose
+  holder died expires within ``lease_s``;
+* frees the capacity slots of every worker whose key has expired (``RECLAIM_LUA``). The sessions
+  only one worker can serve (its WebSocket connections') are listed in
+  ``<prefix>:wslots:<worker id>`` besides the capacity index; the store's open and count scripts
+  run the same reclaim, so a killed worker's slots stop counting within ``lease_s`` plus at most
+  one heartbeat of a survivor.
+
+A live worker that finds its own key gone (Redis was paused for longer than the lease, or the whole
+process stalled) lists its slots again at once (``relist``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("integrity_gym.server.sessions")
+
+#: Lua: free the slots of every worker whose heartbeat key has expired. Expects ``prefix``,
+#: ``workers`` (the set of worker ids) and ``index`` (the capacity ZSET) as locals.
+RECLAIM_LUA = """
+for _, wid in ipairs(redis.call('SMEMBERS', workers)) do
+  if redis.call('EXISTS', prefix .. ':w:' .. wid) == 0 then
+    local slots = prefix .. ':wslots:' .. wid
+    local sids = redis.call('SMEMBERS', slots)
+    for i = 1, #sids, 500 do
+      redis.call('ZREM', index, unpack(sids, i, math.min(i + 499, #sids)))
+    end
+    redis.call('DEL', slots)
+    redis.call('SREM', workers, wid)
+  end
+end
+"""
+
+# KEYS: heartbeat key, workers set, capacity index, then the locks held. ARGV: lease ms, worker
+# id, key prefix, then each held lock's token (in the order of KEYS[4..]).
+# Returns 1 when the worker's lease was still held, 0 when it had lapsed (or on the first beat).
+_BEAT_SCRIPT = (
+    """
+local workers, index, prefix = KEYS[2], KEYS[3], ARGV[3]
+local held = redis.call('SET', KEYS[1], '1', 'PX', ARGV[1], 'XX')
+if not held then
+  redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+end
+redis.call('SADD', workers, ARGV[2])
+for i = 4, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[i] then redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
+end
+"""
+    + RECLAIM_LUA
+    + """
+if held then return 1 end
+return 0
+"""
+)
+
+# KEYS: lock. ARGV: token. Delete the lock only if it is still ours.
+_RELEASE_SCRIPT = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+def new_worker_id() -> str:
+    """An id for this process unique across hosts and restarts (host, pid and a random tail)."""
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+class WorkerLease:
+    """The heartbeat of this process in Redis: its lease, its locks' leases, dead workers' slots.
+
+    ``sync_client`` is a synchronous ``redis.Redis`` used only by the heartbeat thread (with the
+    store's bounded timeouts); ``async_client`` serves ``RedisLease`` and ``give_back``.
+    ``relist`` is called (in the heartbeat thread, with the synchronous client) when the lease
+    had lapsed, to list this worker's slots again.
+    """
+
+    def __init__(
+        self,
+        sync_client: Any,
+        async_client: Any,
+        prefix: str,
+        index: str,
+        *,
+        lease_s: float,
+        relist: Callable[[Any], None] | None = None,
+    ) -> None:
+        if lease_s <= 0:
+            raise ValueError(f"lease must be positive, got {lease_s}")
+        self.worker_id = new_worker_id()
+        self.lease_s = lease_s
+        self.interval_s = lease_s / 3
+        self.key = f"{prefix}:w:{self.worker_id}"
+        self.slots_key = f"{prefix}:wslots:{self.worker_id}"
+        self.workers_key = f"{prefix}:workers"
+        self._prefix = prefix
+        self._index = index
+        self._sync = sync_client
+        self._async = async_client
+        self._beat_script = sync_client.register_script(_BEAT_SCRIPT)
+        self._release_script = async_client.register_script(_RELEASE_SCRIPT)
+        self._relist = relist
+        self._held: dict[str, str] = {}  # lock key -> our token, while held
+        self._held_guard = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._beats = 0
+        self._failing = False
+        #: Wall-clock time of the last renewal Redis confirmed (0 before the first).
+        self.renewed_at = 0.0
+
+    @property
+    def lease_ms(self) -> int:
+        """The lease in milliseconds (for ``PX``)."""
+        return max(1, round(self.lease_s * 1000))
+
+    @property
+    def held(self) -> bool:
+        """Whether the last confirmed renewal is recent enough for the lease to be alive."""
+        return self.renewed_at > 0 and time.time() - self.renewed_at < self.lease_s
+
+    # ------------------------------------------------------------------ the heartbeat
+    def beat(self) -> None:
+        """Renew the lease and the locks held (and reclaim dead workers' slots); relist if it had lapsed.
+
+        Synchronous (the heartbeat thread's, or ``asyncio.to_thread``); raises Redis errors.
+        """
+        with self._held_guard:
+            locks = list(self._held.items())
+        keys = [self.key, self.workers_key, self._index, *(k for k, _ in locks)]
+        args = [self.lease_ms, self.worker_id, self._prefix, *(t for _, t in locks)]
+        held = int(self._beat_script(keys=keys, args=args))
+        self.renewed_at = time.time()
+        first = self._beats == 0
+        self._beats += 1
+        if not held and self._relist is not None:
+            if not first:
+                log.warning("worker lease %s had lapsed (Redis or this process stalled); slots listed again", self.key)
+            self._relist(self._sync)
+
+    def running(self) -> bool:
+        """Whether the heartbeat thread runs."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        """Start the heartbeat thread (idempotent)."""
+        if not self.running():
+            self._stopping.clear()
+            self._thread = threading.Thread(target=self._beat_forever, name="igym-worker-lease", daemon=True)
+            self._thread.start()
+
+    def _beat_forever(self) -> None:
+        while not self._stopping.is_set():
+            started = time.monotonic()
+            try:
+                self.beat()
+                if self._failing:
+                    log.warning("worker lease %s renewed again", self.key)
+                self._failing = False
+            except Exception as exc:  # Redis away: keep trying; the lease lapses if it lasts
+                if not self._failing:
+                    log.warning("could not renew worker lease %s: %s", self.key, exc)
+                self._failing = True
+            self._stopping.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
+
+    async def stop(self) -> None:
+        """Stop the heartbeat and give the lease back (the caller frees its slots first)."""
+        self._stopping.set()
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join, self.lease_s)
+            self._thread = None
+        with contextlib.suppress(Exception):
+            pipe = self._async.pipeline(transaction=True)
+            pipe.delete(self.key, self.slots_key)
+            pipe.srem(self.workers_key, self.worker_id)
+            await pipe.execute()
+        with contextlib.suppress(Exception):
+            self._sync.close()
+
+    # ------------------------------------------------------------------ locks
+    def lock(self, key: str, *, wait_s: float, poll_s: float = 0.05) -> RedisLease:
+        """A new (not yet taken) lock on ``key`` whose lease this heartbeat renews while held."""
+        if not self.running():
+            self.start()
+        return RedisLease(self, key, wait_s=wait_s, poll_s=poll_s)
+
+    def _hold(self, key: str, token: str) -> None:
+        with self._held_guard:
+            self._held[key] = token
+
+    def _drop(self, key: str, token: str) -> None:
+        with self._held_guard:
+            if self._held.get(key) == token:
+                del self._held[key]
+
+
+class RedisLease:
+    """A lock in Redis held as a lease: ``lease_s`` to live, renewed by the worker's heartbeat."""
+
+    def __init__(self, worker: WorkerLease, key: str, *, wait_s: float, poll_s: float = 0.05) -> None:
+        self._worker = worker
+        self.key = key
+        self.wait_s = wait_s
+        self.poll_s = poll_s
+        self.token = secrets.token_hex(16)
+        self.acquired = False
+
+    async def acquire(self) -> bool:
+        """Take the lock, waiting up to ``wait_s`` for another holder; False if it stayed taken."""
+        deadline = time.monotonic() + self.wait_s
+        redis = self._worker._async
+        while True:
+            # Listed before the SET, so a beat between the two cannot miss it (renewing a lock
+            # that is not ours yet is a no-op: the token does not match).
+            self._worker._hold(self.key, self.token)
+            try:
+                taken = await redis.set(self.key, self.token, nx=True, px=self._worker.lease_ms)
+            except BaseException:
+                self._worker._drop(self.key, self.token)
+                raise
+            if taken:
+                self.acquired = True
+                return True
+            self._worker._drop(self.key, self.token)
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(min(self.poll_s, max(0.0, deadline - time.monotonic())))
+
+    async def release(self) -> None:
+        """Stop renewing and delete the lock if it is still ours (never raises)."""
+        self._worker._drop(self.key, self.token)
+        if self.acquired:
+            self.acquired = False
+            with contextlib.suppress(Exception):
+                await self._worker._release_script(keys=[self.key], args=[self.token])
