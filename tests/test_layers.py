@@ -125,3 +125,30 @@ def test_no_cycle_among_the_packages() -> None:
 def test_every_known_edge_still_exists() -> None:
     gone = sorted(KNOWN - set(EDGES))
     assert not gone, f"strike these from KNOWN, the code no longer has them: {gone}"
+
+
+#: Packages that serve every environment alike: what one environment adds is read from its
+#: ``Env.extras`` (core.extras), never looked up in a table of the built-ins.
+GENERIC = ("core", "client", "server", "bench", "train", "report", "web")
+
+
+def test_no_generic_package_names_a_builtin_environment() -> None:
+    # Kills: a table keyed by environment name in generic code (prefills, radar axes, page views,
+    # dialects) or a module found by name (f"integrity_gym.agents.heuristic.{env}").
+    from integrity_gym.core.registry import BUILTIN_ENVS
+
+    found = []
+    for module, path in _modules():
+        if _package(module) not in GENERIC:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        listing = {  # the registry's own list of its built-in folders
+            id(n) for a in ast.walk(tree) if isinstance(a, ast.AnnAssign | ast.Assign)
+            and "BUILTIN_ENVS" in ast.unparse(a).split("=")[0] for n in ast.walk(a)
+        }  # fmt: skip
+        for node in ast.walk(tree):
+            named = isinstance(node, ast.Constant) and node.value in BUILTIN_ENVS and id(node) not in listing
+            by_name = isinstance(node, ast.JoinedStr) and "integrity_gym.agents." in ast.unparse(node)
+            if named or by_name:
+                found.append(f"{path.relative_to(ROOT.parent)}:{getattr(node, 'lineno', '?')}")
+    assert not found, f"generic code names a built-in environment: {', '.join(found)}"

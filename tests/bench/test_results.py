@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from integrity_gym.bench.config import BenchConfig
+from integrity_gym.bench.record import RunHeader, RunRecord, RunSummary
 from integrity_gym.bench.records import EpisodeRecord, TaskSummary, Usage
 from integrity_gym.bench.results import ResultsDB
 
@@ -18,16 +20,32 @@ def record(task: str, index: int, score: float | None, error: str | None = None)
     )  # fmt: skip
 
 
+def header(run_id: str, created_at: str, agent: str, model: str | None, tasks: list[str], data_mode: str = "public",
+           command: str = "igym bench") -> RunHeader:  # fmt: skip
+    bench = BenchConfig(agent=agent, llm=None if model is None else {"model_name": model})
+    return RunHeader(run_id=run_id, created_at=created_at, bench=bench, tasks=[{"id": t} for t in tasks], seeds=[0],
+                     environment={}, reproduce=command, python="3", igym_version="0", data_mode=data_mode)  # fmt: skip
+
+
+def ended(run: RunHeader, status: str, tasks: dict[str, TaskSummary]) -> RunRecord:
+    summary = RunSummary.model_validate({
+        "tasks": tasks, "run_id": run.run_id, "status": status, "agent": run.bench.agent,
+        "model": run.bench.model_label, "tiers": {}, "tier_separation": {}, "reproduce": run.reproduce,
+        "episodes_failed": 0,
+    })  # fmt: skip
+    return RunRecord(header=run, summary=summary)
+
+
 def test_a_run_its_episodes_and_summaries_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "results.sqlite"
     with ResultsDB(path) as db:
-        db.start_run("r1", created_at="2026-01-01T00:00:00", agent="llm", model="m", tasks=["e/a-v0"],
-                     command="igym bench", out_dir="outputs/r1", config={"x": 1})  # fmt: skip
+        r1 = header("r1", "2026-01-01T00:00:00", "llm", "m", ["e/a-v0"])
+        db.start_run(r1, out_dir="outputs/r1")
         db.add_episode("r1", record("e/a-v0", 0, 0.75))
         db.add_episode("r1", record("e/a-v0", 1, None, "RuntimeError: boom"))
         summary = TaskSummary(tier="easy", episodes=1, failed=1, mean_score=0.75, success_rate=1.0, mean_return=1.5,
                               threshold=0.5, metrics={"m": None})  # fmt: skip
-        db.finish_run("r1", status="complete", finished_at="2026-01-01T00:01:00", summaries={"e/a-v0": summary})
+        db.finish_run(ended(r1, "complete", {"e/a-v0": summary}), finished_at="2026-01-01T00:01:00")
     with ResultsDB(path) as db:  # reopened: everything persisted
         (run,) = db.runs()
         assert (run["status"], run["episodes_done"], run["episodes_failed"], run["model"]) == ("complete", 1, 1, "m")
@@ -41,8 +59,7 @@ def test_a_run_its_episodes_and_summaries_round_trip(tmp_path: Path) -> None:
         db.add_episode("r1", record("e/a-v0", 1, 0.5))
         assert (db.runs()[0]["episodes_done"], db.runs()[0]["episodes_failed"]) == (2, 0)
         # Recording the same run id again replaces it.
-        db.start_run("r1", created_at="2026-01-02T00:00:00", agent="heuristic", model="heuristic", tasks=[],
-                     command="c", out_dir="o", config={})  # fmt: skip
+        db.start_run(header("r1", "2026-01-02T00:00:00", "heuristic", None, [], command="c"), out_dir="o")
         assert db.episodes("r1") == [] and db.runs()[0]["agent"] == "heuristic"
 
 
@@ -73,8 +90,7 @@ def test_runs_record_their_data_mode_and_version_1_databases_migrate(tmp_path: P
             " VALUES ('old', 't', 'a', 'm', '[]', 'c', 'o', '{}', 'complete');"
         )
     with ResultsDB(old) as db:
-        db.start_run("new", created_at="t", agent="a", model="m", tasks=[], command="c", out_dir="o",
-                     config={"data_mode": "secret:0123456789ab"})  # fmt: skip
+        db.start_run(header("new", "t", "llm", "m", [], data_mode="secret:0123456789ab"), out_dir="o")
         modes = {run["run_id"]: run["data_mode"] for run in db.runs()}
     assert modes == {"old": "public", "new": "secret:0123456789ab"}
     with sqlite3.connect(old) as con:

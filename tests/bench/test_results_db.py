@@ -31,6 +31,27 @@ def test_eight_concurrent_benches_all_finish_into_one_database(tmp_path: Path) -
         assert conn.execute("SELECT COUNT(*) FROM episodes").fetchone() == (48,)
 
 
+def test_the_schema_appears_at_once_never_half_created(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Kills: tables committed before the schema version (a concurrent bench then read the half-made
+    # schema as another application's file and exited 2 — seen in CI with 8 writers).
+    path = tmp_path / "results.sqlite"
+    seen: list[set[str]] = []
+
+    class Spy(sqlite3.Connection):
+        def execute(self, sql: str, *args: object) -> sqlite3.Cursor:  # type: ignore[override]
+            if sql.startswith("INSERT INTO meta"):
+                with sqlite3.connect(path) as other:
+                    seen.append({name for (name,) in other.execute("SELECT name FROM sqlite_master")})
+            return super().execute(sql, *args)
+
+    real_connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: real_connect(*a, **k, factory=Spy))
+    ResultsDB(path).close()
+    monkeypatch.undo()
+    assert seen == [set()]
+    ResultsDB(path).close()  # and the finished schema is ours
+
+
 @pytest.mark.parametrize("other", ["CREATE TABLE users (id INTEGER)", "CREATE TABLE meta (key TEXT, value TEXT)"])
 def test_another_applications_file_is_refused_and_left_untouched(tmp_path: Path, other: str) -> None:
     path = tmp_path / "app.sqlite"

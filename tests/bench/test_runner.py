@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from integrity_gym.bench import logs, runner
+from integrity_gym.bench import episode, logs
 from integrity_gym.bench.records import TaskSummary
 from integrity_gym.bench.results import ResultsDB
 from integrity_gym.bench.runner import BenchConfig, SetupError, run_bench
@@ -73,9 +73,9 @@ class _BreaksOnSeed:
 
 
 def test_a_failing_episode_is_recorded_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = runner.build_agent
+    real = episode.build_agent
     monkeypatch.setattr(
-        runner, "build_agent", lambda name, env, seed, llm=None: _BreaksOnSeed(real(name, env, seed), seed)
+        episode, "build_agent", lambda name, env, seed, llm=None: _BreaksOnSeed(real(name, env, seed), seed)
     )
     bench = BenchConfig.build(tasks="pii_redaction/gdpr*,information_integrity/easy*", agent="heuristic",
                               episodes=2, env_config={}, max_steps=3)  # fmt: skip

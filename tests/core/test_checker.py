@@ -19,7 +19,7 @@ from integrity_gym.core import checker
 from integrity_gym.core.checker import EnvCheckError, check_env
 from integrity_gym.core.env import EpisodeFinishedError
 from integrity_gym.core.types import Grade, Observation, StepResult
-from tests.core.toy_env import SPEC, ToyAction, ToyEnv, ToyObservation, ToyState
+from tests.digits.env import SPEC, ToyAction, ToyEnv, ToyObservation, ToyState
 
 
 def failures(env_cls: type[ToyEnv]) -> str:

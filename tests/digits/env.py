@@ -1,4 +1,4 @@
-"""A tiny correct environment for testing ``check_env``: each test breaks exactly one of its promises.
+"""A fourth environment in a folder of its own, and the correct env ``check_env``'s tests break one promise at a time.
 
 Three hidden digits; ``look`` reveals one, ``answer`` submits their sum and ends the episode. The
 config ``reward_scale`` multiplies every reward, so a copy built without the config would differ.
@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from integrity_gym.core.env import Env
+from integrity_gym.core.extras import EnvExtras
 from integrity_gym.core.registry import TaskSpec
 from integrity_gym.core.seeding import make_rng, stable_id
 from integrity_gym.core.types import Action, Grade, Observation, State, StepResult
@@ -27,7 +28,7 @@ SPEC = TaskSpec(
     tier="easy",
     success_threshold=1.0,
     max_steps=8,
-    entry="tests.core.toy_env:ToyEnv",
+    entry="tests.digits.env:ToyEnv",
 )
 
 
@@ -52,6 +53,8 @@ class ToyEnv(Env[ToyAction, ToyObservation, ToyState]):
     """Correct in every respect ``check_env`` checks."""
 
     env_name = "toy"
+    # What the folder adds to the generic tools: its own heuristic agent and page view.
+    extras = EnvExtras(agents="tests.digits.agents", view="view.js")
     action_type = ToyAction
     observation_type = ToyObservation
     state_type = ToyState
@@ -101,9 +104,6 @@ class ToyEnv(Env[ToyAction, ToyObservation, ToyState]):
     def _reject(self, raw: Any, message: str) -> StepResult[ToyObservation]:
         self._advance()
         return self._result({}, error=message)
-
-    def _is_done(self) -> bool:
-        return self.s.done
 
     def _observation(self) -> ToyObservation:
         return ToyObservation(

@@ -12,7 +12,7 @@ def test_every_setting_has_a_variable_and_survives_the_round_trip() -> None:
     full = ServerConfig(
         sessions="redis://127.0.0.1:6379/0", max_sessions=7, session_ttl_s=12.5, reap_interval_s=3.0,
         max_body_bytes=4096, admin_token="tok-1234567890", tasks="pii_redaction/*",
-        extra_tasks=("tests.core.toy_env:SPEC", "x:Y"), root="pii_redaction", profile="seed001", sealed=True,
+        extra_tasks=("tests.digits.env:SPEC", "x:Y"), root="pii_redaction", profile="seed001", sealed=True,
         evaluation_ttl_s=99.0, max_evaluations=3,
     )  # fmt: skip
     for config in (full, ServerConfig()):

@@ -28,7 +28,7 @@ from websockets.http11 import Response
 from websockets.sync.client import ClientConnection, connect
 from websockets.uri import parse_uri
 
-from integrity_gym.server import ServerConfig, create_app, serve, ws
+from integrity_gym.server import ServerConfig, create_app, direct_ws, serve, ws
 from tests.server.servers import ServerProcess
 
 DIRECT = "integrity_gym.server.ws:DirectWebSocketProtocol"
@@ -251,14 +251,40 @@ def test_a_message_queued_for_the_endpoint_is_answered_before_later_ones() -> No
     assert [r["data"]["observation"]["step_count"] for r in replies[2:]] == [1, 2, 3]
 
 
+def test_the_installed_uvicorn_is_one_the_direct_protocol_was_checked_against() -> None:
+    """Fails on a uvicorn release the short path was not checked against (it then answers through ASGI)."""
+    first, past = (".".join(map(str, v)) for v in direct_ws.UVICORN_CHECKED)
+    assert direct_ws.uvicorn_checked(uvicorn.__version__), (
+        f"uvicorn {uvicorn.__version__} is outside direct_ws.UVICORN_CHECKED ({first} to before {past}): every "
+        "connection answers through ASGI. Read uvicorn's protocols/websockets/websockets_sansio_impl.py (the hooks "
+        "handle_connect, handle_text, handle_bytes and the attributes scope and conn), check "
+        "DirectWebSocketProtocol against it, then widen UVICORN_CHECKED"
+    )
+    assert not direct_ws.uvicorn_checked("0.52.0") and not direct_ws.uvicorn_checked(past)
+    assert not direct_ws.uvicorn_checked("1.0.0rc1")
+    for hook in ("handle_connect", "handle_text", "handle_bytes", "connection_made", "pause_writing"):
+        assert callable(getattr(WebSocketsSansIOProtocol, hook, None)), f"uvicorn has no {hook} any more"
+
+
 def test_protocol_state_it_does_not_know_turns_the_short_path_off(caplog: pytest.LogCaptureFixture) -> None:
     """A uvicorn release keeping other state: the connection answers through ASGI, with a warning."""
     protocol = object.__new__(ws.DirectWebSocketProtocol)  # none of uvicorn's per-connection state
-    protocol._direct = {"handler": lambda text: "never called"}
+    protocol.scope = {"extensions": {}}  # type: ignore[typeddict-item]
+    direct_ws._warned.clear()
     with caplog.at_level("WARNING", logger="integrity_gym.server.ws"):
-        assert protocol._answerable() is None
-    assert protocol._direct is None
+        assert direct_ws._uvicorn_connection(protocol) is None
     assert "using ASGI" in caplog.text
+
+
+def test_an_unchecked_uvicorn_answers_every_message_through_asgi(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _count_endpoint_messages(monkeypatch)
+    monkeypatch.setattr(direct_ws, "UVICORN_CHECKED", ((0, 0), (0, 1)))
+    with serving(DIRECT) as base, _open(base) as conn:
+        conn.send(json.dumps({"type": "reset", "data": {"task": PII, "seed": 1}}))
+        assert json.loads(conn.recv(timeout=10))["type"] == "observation"
+        conn.send('{"type": "step", "data": {"action_type": "SKIP"}}')
+        assert json.loads(conn.recv(timeout=10))["data"]["observation"]["step_count"] == 1
+    assert seen == ["text", "text"]
 
 
 def test_the_server_declines_permessage_deflate(server: ServerProcess) -> None:

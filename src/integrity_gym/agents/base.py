@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Protocol, runtime_checkable
 
 from integrity_gym.core.env import Env
@@ -32,7 +31,7 @@ AGENTS = ("heuristic", "random", "oracle", "noop", "llm", "presidio")
 
 
 def make_agent(name: str, env: Env[Any, Any, Any], *, seed: int = 0) -> Agent:
-    """Build agent ``name`` for ``env``'s task. Heuristics live in ``agents.heuristic.<env>``."""
+    """Build agent ``name`` for ``env``'s task; the environment's own agents come from ``env.extras``."""
     from integrity_gym.agents.oracle import OracleAgent
     from integrity_gym.agents.random import RandomAgent
 
@@ -52,37 +51,23 @@ def make_agent(name: str, env: Env[Any, Any, Any], *, seed: int = 0) -> Agent:
         from integrity_gym.agents.presidio import PresidioAgent
 
         return PresidioAgent(env.spec, seed=seed)
-    if name == "heuristic":
-        where = f"integrity_gym.agents.heuristic.{env.spec.env}"
-        try:
-            module = importlib.import_module(where)
-        except ModuleNotFoundError as exc:
-            if exc.name != where:
-                raise
-            raise ValueError(
-                f"no heuristic agent for environment {env.spec.env!r} (none in {where}); "
-                "use random, noop or oracle, or add one (docs/adding-an-environment.md)"
-            ) from exc
-        agent: Agent = module.HeuristicAgent(env.spec, seed=seed)
-        return agent
-    # Environment-specific agents: ``agents.heuristic.<env>.AGENTS`` maps extra names to classes
-    # built like HeuristicAgent (e.g. selective_verification's "blind" and "posterior").
-    try:
-        extra = getattr(importlib.import_module(f"integrity_gym.agents.heuristic.{env.spec.env}"), "AGENTS", {})
-    except ModuleNotFoundError:
-        extra = {}
-    if name in extra:
-        built: Agent = extra[name](env.spec, seed=seed)
+    # The environment's own agents (``EnvExtras.agents``): its heuristic, and any others built like
+    # it (e.g. selective_verification's "blind" and "posterior").
+    own: dict[str, Any] = getattr(env.spec.env_class().extras.module("agents"), "AGENTS", {})
+    if name in own:
+        built: Agent = own[name](env.spec, seed=seed)
         return built
+    if name == "heuristic":
+        raise ValueError(
+            f"no heuristic agent for environment {env.spec.env!r} (its EnvExtras.agents declares none); "
+            "use random, noop or oracle, or add one (docs/adding-an-environment.md)"
+        )
     # The red team's degenerate agents (``agents.redteam.<env>``) play like any other agent.
     from integrity_gym.agents.redteam import attacks_for
 
-    try:
-        attacks = {attack.name: attack for attack in attacks_for(env.spec.env)}
-    except ModuleNotFoundError:  # a third-party environment without a red team
-        attacks = {}
+    attacks = {attack.name: attack for attack in attacks_for(env.spec.env)}
     if name in attacks:
         attacker: Agent = attacks[name].build(env.spec, seed)
         return attacker
-    choices = ", ".join([*AGENTS, *extra, *attacks])
+    choices = ", ".join(dict.fromkeys([*AGENTS, *own, *attacks]))
     raise ValueError(f"unknown agent {name!r}; choose one of {choices}")

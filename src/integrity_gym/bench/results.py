@@ -1,7 +1,8 @@
 """The SQLite results database: every run, task summary and episode, for comparison across runs.
 
-The default file is ``outputs/results.sqlite``. Episodes are written as they finish, so an
-interrupted run keeps what it finished; ``finish_run`` records the final status and summaries.
+The default file is ``outputs/results.sqlite``. It is a view of each run's ``RunRecord``
+(``bench.record``): ``start_run`` writes its header, episodes are written as they finish (so an
+interrupted run keeps what it finished), ``finish_run`` records the final status and summaries.
 Only the standard library is used.
 """
 
@@ -9,12 +10,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from integrity_gym.bench.records import EpisodeRecord, TaskSummary
+    from integrity_gym.bench.record import RunHeader, RunRecord
+    from integrity_gym.bench.records import EpisodeRecord
 
 DEFAULT_DB = Path("outputs/results.sqlite")
 SCHEMA_VERSION = 2
@@ -91,34 +93,39 @@ class ResultsDB:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S)
+            # One writer at a time reads and creates the schema: another process's half-created
+            # schema (tables, no version yet) is never mistaken for another application's file.
+            self._db.execute("BEGIN IMMEDIATE")
             tables = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             ours = "meta" in tables and (
                 self._db.execute("SELECT 1 FROM meta WHERE key = 'schema_version'").fetchone() is not None
             )
             if tables and not ours:
+                self._db.rollback()
                 self._db.close()
                 raise ValueError(
                     f"{self.path} is a SQLite database of another application (tables: {', '.join(sorted(tables))}); "
                     "it was left untouched: pass another --db"
                 )
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                self._db.execute(statement)
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is None:
+                self._db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            elif int(row[0]) == 1:  # version 2 added runs.data_mode; every earlier run was public
+                self._db.execute("ALTER TABLE runs ADD COLUMN data_mode TEXT NOT NULL DEFAULT 'public'")
+                self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+            elif int(row[0]) != SCHEMA_VERSION:
+                self._db.rollback()
+                raise ValueError(f"{self.path} has schema version {row[0]}, this igym writes {SCHEMA_VERSION}")
+            self._db.commit()
             if str(self.path) != ":memory:":
                 self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA foreign_keys = ON")
-            self._db.executescript(_SCHEMA)
-            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         except sqlite3.DatabaseError as exc:
             raise ValueError(
                 f"{self.path} is not an integrity-gym results database ({exc}); pass another --db"
             ) from exc
-        if row is None:
-            self._db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            self._db.commit()
-        elif int(row[0]) == 1:  # version 2 added runs.data_mode; every earlier run was public
-            with self._db:
-                self._db.execute("ALTER TABLE runs ADD COLUMN data_mode TEXT NOT NULL DEFAULT 'public'")
-                self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
-        elif int(row[0]) != SCHEMA_VERSION:
-            raise ValueError(f"{self.path} has schema version {row[0]}, this igym writes {SCHEMA_VERSION}")
 
     def close(self) -> None:
         """Close the connection (twice is harmless)."""
@@ -131,26 +138,16 @@ class ResultsDB:
         self.close()
 
     # ------------------------------------------------------------------ writing
-    def start_run(
-        self,
-        run_id: str,
-        *,
-        created_at: str,
-        agent: str,
-        model: str,
-        tasks: Sequence[str],
-        command: str,
-        out_dir: str,
-        config: Mapping[str, Any],
-    ) -> None:
+    def start_run(self, header: RunHeader, *, out_dir: str) -> None:
         """Record a new run as ``running`` (an existing run id is replaced, with its episodes)."""
         with self._db:
-            self._db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+            self._db.execute("DELETE FROM runs WHERE run_id = ?", (header.run_id,))
             self._db.execute(
                 "INSERT INTO runs (run_id, created_at, agent, model, tasks, command, out_dir, config_json, data_mode,"
                 " status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running')",
-                (run_id, created_at, agent, model, json.dumps(list(tasks)), command, out_dir,
-                 json.dumps(dict(config), sort_keys=True), config.get("data_mode", "public")),
+                (header.run_id, header.created_at, header.bench.agent, header.bench.model_label,
+                 json.dumps(header.task_ids), header.reproduce, out_dir,
+                 json.dumps(header.to_json(), sort_keys=True), header.data_mode),
             )  # fmt: skip
 
     def add_episode(self, run_id: str, record: EpisodeRecord) -> None:
@@ -173,14 +170,17 @@ class ResultsDB:
                 (run_id,),
             )
 
-    def finish_run(self, run_id: str, *, status: str, finished_at: str, summaries: Mapping[str, TaskSummary]) -> None:
-        """Record the run's final status and its per-task summaries (summary.json's ``tasks``)."""
+    def finish_run(self, record: RunRecord, *, finished_at: str) -> None:
+        """Record the ended run's status and its per-task summaries (summary.json's ``tasks``)."""
+        if record.summary is None:
+            raise ValueError("finish_run records an ended run: RunRecord.finish() gives it its summary")
+        run_id, status = record.run_id, record.summary.status
         with self._db:
             self._db.execute(
                 "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?", (status, finished_at, run_id)
             )
             self._db.execute("DELETE FROM task_summaries WHERE run_id = ?", (run_id,))
-            for task_id, s in summaries.items():
+            for task_id, s in record.summary.tasks.items():
                 self._db.execute(
                     "INSERT INTO task_summaries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (

@@ -1,17 +1,22 @@
 """A run folder as ``igym bench`` wrote it, read back: what ``igym report`` and ``igym view`` show.
 
-A run folder holds ``summary.json`` (``summary.write_summary``), ``episodes.jsonl`` (one
-``records.EpisodeRecord`` a line) and ``config.json``. ``load_run`` reads them as plain JSON into a
-``RunData``, which answers the questions the report and the viewer ask of a run: its label, its
-tasks in play order, a task's threshold, its finished episodes and their grades, one episode's trace.
+``load_run`` reads the folder through the run's typed record (``bench.record.RunRecord.load``:
+``config.json``, ``episodes.jsonl`` and ``summary.json``) into a ``RunData``, which answers the
+questions the report and the viewer ask of a run: its label, its tasks in play order, a task's
+threshold, its finished episodes and their grades, one episode's trace. Its ``summary``,
+``config`` and ``records`` are the files' JSON, as the figures read them.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
+
+from integrity_gym.bench.record import SUMMARY_FILE, RunRecord
 
 
 @dataclass
@@ -19,21 +24,35 @@ class RunData:
     """One run folder, loaded."""
 
     path: Path
-    summary: dict[str, Any]
-    config: dict[str, Any]
-    records: list[dict[str, Any]] = field(default_factory=list)
+    record: RunRecord
     #: Legend name; ``label`` plus the run id's tail when several runs share a label.
     display: str = ""
+
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        """``summary.json``, as JSON."""
+        return self.record.summary_json()
+
+    @cached_property
+    def config(self) -> dict[str, Any]:
+        """``config.json``, as JSON ({} for a folder without one)."""
+        return self.record.config_json()
+
+    @cached_property
+    def records(self) -> list[dict[str, Any]]:
+        """The lines of ``episodes.jsonl``, as JSON."""
+        return self.record.episodes_json()
 
     @property
     def run_id(self) -> str:
         """The run's id."""
-        return str(self.summary.get("run_id") or self.config.get("run_id") or self.path.name)
+        return self.record.run_id or self.path.name
 
     @property
     def data_mode(self) -> str:
         """How the run's items were derived: public, secret:<fingerprint> or sealed:<fingerprint>."""
-        return str(self.config.get("data_mode") or "public")
+        header = self.record.header
+        return header.data_mode if header is not None and header.data_mode else "public"
 
     @property
     def sealed(self) -> bool:
@@ -43,22 +62,24 @@ class RunData:
     @property
     def label(self) -> str:
         """Agent (and model) of the run, marked when sealed: what legends show."""
-        agent = str(self.summary.get("agent") or self.config.get("bench", {}).get("agent") or "?")
-        model = self.summary.get("model")
-        name = agent if not model or model == agent else f"{agent}: {str(model).rsplit('/', 1)[-1]}"
+        summary, header = self.record.summary, self.record.header
+        agent = summary.agent if summary is not None else header.bench.agent if header is not None else "?"
+        model = summary.model if summary is not None else None
+        name = agent if not model or model == agent else f"{agent}: {model.rsplit('/', 1)[-1]}"
         return f"{name} [sealed]" if self.sealed else name
 
     @property
     def tasks(self) -> list[str]:
         """Task ids of the run, in the order the run played them."""
-        summarized = self.summary.get("tasks", {})
-        ordered = [t["id"] for t in self.config.get("tasks", []) if t.get("id") in summarized]
+        summarized = self.record.summary.tasks if self.record.summary is not None else {}
+        played = self.record.header.task_ids if self.record.header is not None else []
+        ordered = [t for t in played if t in summarized]
         return ordered + [t for t in summarized if t not in ordered]
 
     def threshold(self, task_id: str) -> float | None:
         """Success threshold of a task, from the summary."""
-        entry = self.summary.get("tasks", {}).get(task_id)
-        return None if not entry or "threshold" not in entry else float(entry["threshold"])
+        entry = self.record.summary.tasks.get(task_id) if self.record.summary is not None else None
+        return None if entry is None else entry.threshold
 
     def completed(self, *, env: str | None = None, task_id: str | None = None) -> list[dict[str, Any]]:
         """Episodes that finished (no error), optionally of one env or task."""
@@ -97,16 +118,12 @@ def load_run(path: str | Path) -> RunData:
     folder = Path(path)
     if folder.is_file():
         folder = folder.parent
-    summary_path = folder / "summary.json"
-    if not summary_path.is_file():
+    if not (folder / SUMMARY_FILE).is_file():
         raise ValueError(f"{folder} is not a run folder: it has no summary.json (run `igym bench` first)")
-    summary = json.loads(summary_path.read_text())
-    config_path = folder / "config.json"
-    config = json.loads(config_path.read_text()) if config_path.is_file() else {}
-    records = []
-    episodes = folder / "episodes.jsonl"
-    if episodes.is_file():
-        records = [json.loads(line) for line in episodes.read_text().splitlines() if line.strip()]
-    run = RunData(folder, summary, config, records)
+    try:
+        record = RunRecord.load(folder)
+    except ValidationError as exc:
+        raise ValueError(f"{folder} holds a run this igym cannot read: {exc}") from exc
+    run = RunData(folder, record)
     run.display = run.label
     return run

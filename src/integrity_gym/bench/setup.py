@@ -8,30 +8,35 @@ finds it first and raises one ``SetupError`` that says what to do.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import integrity_gym
-from integrity_gym.agents.base import make_agent
+from integrity_gym.agents.base import Agent, make_agent
+from integrity_gym.bench.config import BenchConfig
+from integrity_gym.bench.protocols import EpisodeEnv
 from integrity_gym.core.registry import TaskSpec, get_spec, list_tasks, make
 
 if TYPE_CHECKING:
-    from integrity_gym.bench.runner import BenchConfig
+    from integrity_gym.agents.llm import LLMSettings
+    from integrity_gym.core.env import Env
 
 
 class SetupError(ValueError):
     """The run cannot start: a check before the first episode failed (the message says what to do)."""
 
 
-def build_agent(name: str, env: Any, seed: int, llm_settings: Any = None) -> Any:
+def build_agent(name: str, env: EpisodeEnv, seed: int, llm_settings: LLMSettings | None = None) -> Agent:
     """The agent ``name`` for ``env``; ``llm`` takes resolved settings so all episodes share them."""
     if name == "llm":
         from integrity_gym.agents.llm import LLMAgent
 
         return LLMAgent(env, seed, settings=llm_settings)
-    return make_agent(name, env, seed=seed)
+    # ``make_agent`` types its env as an in-process Env; its agents read the spec (the oracle also
+    # the state), which a server's RemoteEnv offers the same way.
+    return make_agent(name, cast("Env[Any, Any, Any]", env), seed=seed)
 
 
-def make_env(spec: TaskSpec, config: BenchConfig) -> Any:
+def make_env(spec: TaskSpec, config: BenchConfig) -> EpisodeEnv:
     """The environment an episode of ``spec`` plays: in-process with the run's config, or the server's."""
     if config.server:
         return integrity_gym.make(spec.id, url=config.server)
@@ -66,7 +71,7 @@ def select_tasks(pattern: str) -> list[TaskSpec]:
     return list(chosen.values())
 
 
-def preflight(config: BenchConfig, specs: Sequence[TaskSpec], llm_settings: Any = None) -> None:
+def preflight(config: BenchConfig, specs: Sequence[TaskSpec], llm_settings: LLMSettings | None = None) -> None:
     """Check, before any episode, everything that would make every episode fail.
 
     The server answers ``/health``; every selected environment builds with the config and resets
@@ -94,7 +99,7 @@ def preflight(config: BenchConfig, specs: Sequence[TaskSpec], llm_settings: Any 
         if spec.env in checked:
             continue
         checked.add(spec.env)
-        env: Any = None
+        env: EpisodeEnv | None = None
         try:
             try:
                 if config.sealed:  # the server starts episodes from its handles only: build the agent locally
@@ -121,7 +126,7 @@ def preflight(config: BenchConfig, specs: Sequence[TaskSpec], llm_settings: Any 
         _check_endpoint(llm_settings)
 
 
-def _check_endpoint(settings: Any) -> None:
+def _check_endpoint(settings: LLMSettings) -> None:
     """The model endpoint answers at all, and does not refuse the key (GET /models)."""
     import httpx
 

@@ -1,4 +1,4 @@
-"""A run's figures: per-task summaries, per-tier tables, tier separation, ``summary.json``.
+"""A run's figures: per-task summaries, per-tier tables, tier separation (``summary.json``'s content).
 
 ``summarize_records`` turns one task's episode records into its ``TaskSummary`` (mean grade with
 a 95% interval, success rate, pass@k over epochs, the environment's own dataset metrics);
@@ -13,7 +13,6 @@ import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from scipy.stats import t as student_t
@@ -207,16 +206,6 @@ def separation_text(sep: Mapping[str, Any]) -> str:
     )
     verdicts = "; ".join(f"{p['higher']} > {p['lower']}: {p['verdict']}" for p in sep["pairs"]) or "one tier only"
     return f"{sep['metric']}: {figures} ({verdicts})"
-
-
-def write_summary(out_dir: Path, summaries: Mapping[str, TaskSummary], extra: Mapping[str, Any] | None = None) -> Path:
-    """Write ``summary.json``: ``{"tasks": {id: {episodes, mean_score, success_rate, mean_return, ...}}, ...}``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "summary.json"
-    payload = {"tasks": {task_id: s.model_dump(mode="json") for task_id, s in summaries.items()}, **(extra or {})}
-    # Insertion order: tasks as played, metrics as the environment lists them.
-    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
-    return path
 
 
 def summary_lines(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 from pydantic import BaseModel, ValidationError
 
+from integrity_gym.core.extras import EnvExtras
 from integrity_gym.core.types import ActT, Grade, ObsT, StateT, StepResult
 
 if TYPE_CHECKING:
@@ -93,7 +94,12 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
     ITEM_FIELDS: ClassVar[tuple[str, ...]] = ()
     #: A line ``igym play`` prints under the action help: the short form ``typed_action`` reads, if any.
     play_help: ClassVar[str] = ""
+    #: What the environment adds to the generic tools (its agents, prompt, red team, page view, seed
+    #: dialects): the one place those tools look. The default adds nothing.
+    extras: ClassVar[EnvExtras] = EnvExtras()
     action_type: ClassVar[type[BaseModel]]
+    #: The configuration model the default ``_configure`` validates into ``self.config`` (None: none taken).
+    config_type: ClassVar[type[BaseModel] | None] = None
     observation_type: ClassVar[type[BaseModel]]
     state_type: ClassVar[type[BaseModel]]
 
@@ -270,9 +276,22 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
         return {}
 
     # ----------------------------------------------------------------- subclass hooks
-    @abstractmethod
+    # Every environment has _reset, _step, _observation, _state, _load_state and _grade; _configure,
+    # _reject and _is_done have defaults that fit an environment whose state says when it is done.
+
     def _configure(self, spec: TaskSpec, config: Mapping[str, Any]) -> None:
-        """Validate and store the episode configuration (raise ``ValueError`` when invalid)."""
+        """Validate and store the episode configuration (raise ``ValueError`` when invalid).
+
+        By default ``config`` is validated into ``self.config`` with ``config_type`` (an environment
+        without one takes no configuration) and ``self.max_steps`` is the task's.
+        """
+        if self.config_type is None:
+            if config:
+                raise ValueError(f"{self.env_name} takes no configuration, got: {', '.join(sorted(config))}")
+            self.config: Any = None
+        else:
+            self.config = validate_config(self.config_type, config)
+        self.max_steps = spec.max_steps
 
     @abstractmethod
     def _reset(self, *, seed: int | None, scenario_id: str | int | None, options: dict[str, Any]) -> ObsT:
@@ -282,12 +301,22 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
     def _step(self, action: ActT) -> StepResult[ObsT]:
         """Apply a well-formed action."""
 
-    @abstractmethod
     def _reject(self, raw: Any, message: str) -> StepResult[ObsT]:
-        """Account for an action that could not be carried out, changing nothing else."""
+        """Account for an action that could not be carried out, changing nothing else.
 
-    @abstractmethod
-    def _is_done(self) -> bool: ...
+        By default: no reward, nothing changed, the message in ``info["error"]``. An environment
+        that counts rejected actions against its step cap overrides it.
+        """
+        return StepResult(
+            observation=self._observation(),
+            reward=0.0,
+            done=self._is_done(),
+            info={"reward_breakdown": {}, "error": message},
+        )
+
+    def _is_done(self) -> bool:
+        """Whether the episode has ended; by default the state's ``done``."""
+        return bool(self._state().done)
 
     @abstractmethod
     def _observation(self) -> ObsT: ...

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, computed_field, field_validator, model_validator
 
+from integrity_gym.core.extras import EnvExtras
 from integrity_gym.core.types import WireModel
 
 if TYPE_CHECKING:
@@ -178,6 +179,19 @@ def latest_task_id(env: str, name: str) -> str:
     if not found:
         raise KeyError(f"no task {env}/{name} is registered; see `igym list`")
     return max(found, key=lambda s: s.version).id
+
+
+def env_class(env: str) -> type[Env[Any, Any, Any]]:
+    """The class of registered environment ``env`` (``KeyError`` naming it if there is none)."""
+    spec = next((s for s in default_registry().all() if s.env == env), None)
+    if spec is None:
+        raise KeyError(f"no environment {env!r} is registered; see `igym list`")
+    return spec.env_class()
+
+
+def env_extras(env: str) -> EnvExtras:
+    """What environment ``env`` adds to the generic tools (``Env.extras`` of its class)."""
+    return env_class(env).extras
 
 
 def list_tasks(pattern: str = "*") -> list[TaskSpec]:

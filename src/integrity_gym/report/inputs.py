@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from integrity_gym.bench.record import merge_records
 from integrity_gym.bench.runs import RunData, load_run
 from integrity_gym.report.training import Training, is_training, load_training
 
@@ -97,21 +98,10 @@ def parse_trace_choices(values: Sequence[str]) -> dict[str, int]:
 
 def merge_by_label(runs: Sequence[RunData]) -> list[RunData]:
     """One pooled run per agent/model: its runs' tasks and episodes together (figures compare models)."""
-    merged: dict[str, RunData] = {}
+    groups: dict[str, list[RunData]] = {}
     for run in runs:
-        into = merged.get(run.label)
-        if into is None:
-            summary = {**run.summary, "tasks": dict(run.summary.get("tasks", {}))}
-            config = {**run.config, "tasks": list(run.config.get("tasks", []))}
-            into = RunData(run.path, summary, config, list(run.records), run.label)
-            merged[run.label] = into
-            continue
-        for task_id in run.tasks:
-            into.summary["tasks"].setdefault(task_id, run.summary["tasks"][task_id])
-        known = {t.get("id") for t in into.config["tasks"]}
-        into.config["tasks"] += [t for t in run.config.get("tasks", []) if t.get("id") not in known]
-        into.records += run.records
-    return list(merged.values())
+        groups.setdefault(run.label, []).append(run)
+    return [RunData(group[0].path, merge_records([r.record for r in group]), label) for label, group in groups.items()]
 
 
 def task_order(runs: Sequence[RunData]) -> list[str]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from integrity_gym.bench.summary import mean_interval
+from integrity_gym.core.registry import env_extras
 from integrity_gym.report.inputs import task_order
 
 if TYPE_CHECKING:
@@ -26,10 +27,14 @@ if TYPE_CHECKING:
 #: Breakdown keys that describe an item or a setting, or where lower is better: never a radar axis.
 _NOT_DIMENSIONS = ("leak", "error", "malformed", "repair", "abstain", "claim_true", "blind", "q_star", "threshold",
                    "brier", "probability", "premature", "false_", "reward", "over_redacted")  # fmt: skip
-#: Per environment, breakdown keys that are not scores. Selective verification's stated confidence,
-#: coverage and correctness rise when an agent answers everything at confidence 1, which its proper
-#: grade punishes: as radar axes they drew a 135M model's polygon around a better heuristic's.
-_NOT_DIMENSIONS_BY_ENV = {"selective_verification": ("confidence", "answered", "correct", "coverage")}
+
+
+def _not_dimensions(env: str) -> tuple[str, ...]:
+    """Breakdown keys of ``env`` that are not scores: the generic ones and its ``EnvExtras.not_dimensions``."""
+    try:
+        return (*_NOT_DIMENSIONS, *env_extras(env).not_dimensions)
+    except KeyError:
+        return _NOT_DIMENSIONS
 
 
 def whiskers(scores: Sequence[float]) -> tuple[float, float]:
@@ -187,7 +192,7 @@ def dimensions(runs: Sequence[RunData], env: str) -> list[str]:
                 values.setdefault(key, []).append(float(value))
     keys = [
         k for k, v in values.items()
-        if not any(w in k for w in (*_NOT_DIMENSIONS, *_NOT_DIMENSIONS_BY_ENV.get(env, ())))
+        if not any(w in k for w in _not_dimensions(env))
         and min(v) >= 0.0 and max(v) <= 1.0
     ]  # fmt: skip
     varying = [k for k in keys if max(values[k]) - min(values[k]) > 1e-12]

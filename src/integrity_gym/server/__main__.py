@@ -55,8 +55,11 @@ def main(argv: list[str] | None = None) -> None:
     }
     if args.extra_tasks:
         updates["extra_tasks"] = tuple(p.strip() for p in args.extra_tasks.split(",") if p.strip())
-    config = ServerConfig.model_validate({**base.model_dump(), **updates})
-    serve(host=args.host, port=args.port, workers=args.workers, config=config, log_level=args.log_level)
+    try:
+        config = ServerConfig.model_validate({**base.model_dump(), **updates})
+        serve(host=args.host, port=args.port, workers=args.workers, config=config, log_level=args.log_level)
+    except ValueError as exc:  # a bad setting, or the session store down: one line
+        parser.exit(2, f"error: {exc}\n")
 
 
 if __name__ == "__main__":

@@ -27,8 +27,9 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 import integrity_gym
 from integrity_gym.core.registry import TaskSpec
-from integrity_gym.server.compat import PROFILES, RootMount
+from integrity_gym.server.compat import RootMount, profiles
 from integrity_gym.server.config import ServerConfig
+from integrity_gym.server.fast_routes import HotRoutes, RawRoute
 from integrity_gym.server.security import (
     BodyLimitMiddleware,
     SwallowHandledErrors,
@@ -37,7 +38,7 @@ from integrity_gym.server.security import (
     redact_tokens_in_logs,
 )
 from integrity_gym.server.service import AnyEnv, EnvService, StoreHolder
-from integrity_gym.server.sessions import build_store
+from integrity_gym.server.sessions import build_store, check_store_reachable
 
 log = logging.getLogger("integrity_gym.server")
 
@@ -66,7 +67,7 @@ def _group(tasks: Sequence[TaskSpec]) -> dict[str, list[TaskSpec]]:
 
 def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | None = None) -> FastAPI:
     """Build the server for ``tasks`` (default: every registered task) with ``config``."""
-    from integrity_gym.server.http import build_env_router, health_reply
+    from integrity_gym.server.http import build_env_router
     from integrity_gym.server.ws import add_ws_route
 
     config = config or ServerConfig(admin_token=admin_token_from_env())
@@ -126,7 +127,7 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
     )
     install_error_handlers(app)
     _add_docs(app)
-    profile = PROFILES[config.profile] if config.profile else None
+    profile = profiles()[config.profile][1] if config.profile else None
     services = {
         name: EnvService(name, env_specs, config, holder, profile if name == root else None)
         for name, env_specs in groups.items()
@@ -137,6 +138,43 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
     if config.sealed:
         for service in services.values():
             service.evaluations = evaluations
+
+    _add_server_routes(app, services, specs, holder, config)
+    add_evaluation_routes(app, evaluations)
+    # The hot /<env>/reset and /<env>/step are found first, by path (fast_routes.py).
+    hot = HotRoutes()
+    app.router.routes.insert(0, hot)
+    for service in services.values():
+        router = build_env_router(service)
+        for route in router.routes:
+            if isinstance(route, RawRoute):
+                hot.add(route)
+        app.include_router(router)
+        add_ws_route(app, service)
+        _add_env_docs(app, service)
+    for mount in server_mounts():  # the browser playground at /web (docs/web.md), and any other
+        mount(app, services, root)
+
+    app.add_middleware(SwallowHandledErrors)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=config.max_body_bytes)
+    if root is not None:
+        # Outermost: the path is rewritten before anything else (a sealed server's /evaluations stays).
+        app.add_middleware(RootMount, env=root, keep=("/evaluations",) if config.sealed else ())
+    app.state.services = services
+    app.state.holder = holder
+    app.state.evaluations = evaluations
+    return app
+
+
+def _add_server_routes(
+    app: FastAPI,
+    services: Mapping[str, EnvService],
+    specs: Sequence[TaskSpec],
+    holder: StoreHolder,
+    config: ServerConfig,
+) -> None:
+    """The top level: ``/health``, ``/tasks`` and ``/`` (what this server serves)."""
+    from integrity_gym.server.http import health_reply
 
     @app.get(
         "/health",
@@ -178,29 +216,6 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
                 "web": "/web/",
             }
         )
-
-    add_evaluation_routes(app, evaluations)
-    fast_routes: list[Any] = []
-    for service in services.values():
-        router, fast = build_env_router(service)
-        app.include_router(router)
-        add_ws_route(app, service)
-        _add_env_docs(app, service)
-        fast_routes.extend(fast)
-    # The hot /<env>/step routes answer first; FastAPI's twins behind them only document them.
-    app.router.routes[:0] = fast_routes
-    for mount in server_mounts():  # the browser playground at /web (docs/web.md), and any other
-        mount(app, services, root)
-
-    app.add_middleware(SwallowHandledErrors)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=config.max_body_bytes)
-    if root is not None:
-        # Outermost: the path is rewritten before anything else (a sealed server's /evaluations stays).
-        app.add_middleware(RootMount, env=root, keep=("/evaluations",) if config.sealed else ())
-    app.state.services = services
-    app.state.holder = holder
-    app.state.evaluations = evaluations
-    return app
 
 
 def require_eval_secret() -> str:
@@ -341,6 +356,8 @@ def serve(
             "--workers > 1 needs a shared session store: an HTTP session made by one worker would be "
             "unknown to the others. Pass --sessions redis://host:port/0"
         )
+    # A store that is down is one line here, before uvicorn would print its lifespan's traceback.
+    check_store_reachable(config.sessions)
     # Workers are separate processes: they read the settings back from the environment.
     os.environ.update(config.as_environ())
     uvicorn.run(

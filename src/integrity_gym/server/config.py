@@ -12,10 +12,10 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from integrity_gym.core.registry import TaskSpec, list_tasks
-from integrity_gym.server.compat import PROFILE_ENVS, ProfileName
+from integrity_gym.server.compat import profiles
 
 #: Each setting's environment variable.
 ENV_NAMES: dict[str, str] = {
@@ -68,7 +68,7 @@ class ServerConfig(BaseModel):
     root: str | None = Field(
         default=None, description="Environment also served at '/' (as an OpenEnv Space serves its one environment)."
     )
-    profile: ProfileName | None = Field(
+    profile: str | None = Field(
         default=None,
         description="Speak a seed client's dialect: 'seed001' (pii_redaction) or 'seed000' (information_integrity); "
         "implies --root of that environment.",
@@ -83,9 +83,17 @@ class ServerConfig(BaseModel):
     )
     max_evaluations: int = Field(default=64, ge=1, description="Most evaluations open at once (sealed servers).")
 
+    @field_validator("profile")
+    @classmethod
+    def _known_profile(cls, value: str | None) -> str | None:
+        known = profiles()
+        if value is not None and value not in known:
+            raise ValueError(f"unknown profile {value!r}; the environments speak: {', '.join(sorted(known)) or 'none'}")
+        return value
+
     def root_env(self) -> str | None:
         """The environment served at '/', from ``root`` or the profile; ``ValueError`` if they disagree."""
-        wanted = PROFILE_ENVS[self.profile] if self.profile else None
+        wanted = profiles()[self.profile][0] if self.profile else None
         if self.root and wanted and self.root != wanted:
             raise ValueError(f"profile {self.profile} is for {wanted}, not --root {self.root}")
         return self.root or wanted

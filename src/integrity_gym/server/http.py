@@ -13,7 +13,7 @@ Errors are JSON ``ErrorBody`` with a 4xx status: 404 ``SESSION_NOT_FOUND``, 409
 ``VALIDATION_ERROR``, 503 ``CAPACITY_REACHED`` or ``SESSION_STORE_UNAVAILABLE`` (with
 Retry-After), 401/403 for the admin token.
 
-On a sealed server (``igym serve --sealed``, ``evaluations.py``) a reset takes a handle alone
+On a sealed server (``igym serve --sealed``, ``evaluations/``) a reset takes a handle alone
 (403 ``SEALED`` otherwise; 404 ``HANDLE_NOT_FOUND``, 409 ``HANDLE_USED`` / ``EVALUATION_CLOSED``),
 observations and step info name no item, and grade, state and collect answer 403
 (``SEALED_UNTIL_CLOSED`` / ``SEALED``) except to the admin token.
@@ -26,176 +26,81 @@ import contextlib
 import inspect
 import json
 import typing
-from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from starlette.routing import Route
+from pydantic import BaseModel, ValidationError
+from pydantic_core import to_json
 
 from integrity_gym.core.env import EpisodeFinishedError
 from integrity_gym.core.registry import TaskSpec
-from integrity_gym.core.types import Grade, ObsT, StepResult
-from integrity_gym.server.evaluations import (
-    SEALED_RESET,
-    SEALED_UNTIL_CLOSED,
-    refuse_handle,
-    seal_info,
-    seal_observation,
-    seal_profile_observation,
+from integrity_gym.core.types import Grade, StepResult
+from integrity_gym.server.evaluations import SEALED_RESET, SEALED_UNTIL_CLOSED, seal_observation
+from integrity_gym.server.fast_routes import RawRoute, documented_as
+from integrity_gym.server.http_docs import (
+    BODY_ERRORS,
+    GRADE_ERRORS,
+    SEALED_UNTIL_CLOSED_ERROR,
+    SESSION_ERRORS,
+    Closed,
+    GradeRequest,
+    Health,
+    ResetResponse,
+    Responses,
+    ScenarioView,
+    StepRequest,
+    doc,
+    reset_responses,
+    state_responses,
 )
 from integrity_gym.server.security import (
     ApiError,
-    ErrorBody,
     is_admin,
     json_too_deep,
     presented_token,
     require_admin,
     too_deep_message,
 )
-from integrity_gym.server.service import EnvService, public_state
-from integrity_gym.server.sessions import (
-    CapacityError,
-    Session,
-    SessionNotFoundError,
-    SessionStore,
-    StoreUnavailableError,
-)
+from integrity_gym.server.service import EnvService, Shown, public_state
+from integrity_gym.server.sessions import Session, SessionNotFoundError, SessionStore, StoreUnavailableError
 
-
-class StepRequest(BaseModel):
-    """Body of ``POST /<env>/step``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    session_id: str = Field(max_length=128, description="Id returned by POST /reset.")
-    action: Any = Field(
-        description="The action: a JSON object of this environment's action schema (or that object as a JSON "
-        "string). The environment judges it exactly as in-process: a malformed action is a step whose "
-        "info['error'] says what was wrong."
-    )
-
-
-class GradeRequest(BaseModel):
-    """Body of ``POST /<env>/grade`` (optional)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    session_id: str | None = Field(default=None, max_length=128, description="HTTP session to grade.")
-
-
-class ResetResponse(BaseModel, Generic[ObsT]):
-    """Reply of ``POST /<env>/reset``."""
-
-    session_id: str = Field(description="Name this session in every later request.")
-    task_id: str = Field(description="The task being played.")
-    episode_id: str = Field(
-        description="A random id of this episode (a UUID drawn at reset, not derived from the item)."
-    )
-    observation: ObsT = Field(description="First observation.")
-    reward: None = Field(default=None, description="Always null on reset (OpenEnv's shape).")
-    done: bool = Field(description="Whether the episode is already over.")
-
-
-class ScenarioView(BaseModel, Generic[ObsT]):
-    """Reply of ``GET /<env>/scenario/{id}``: what the agent may know, nothing hidden."""
-
-    session_id: str = Field(description="The session.")
-    task_id: str = Field(description="The task being played.")
-    episode_id: str = Field(description="The random id of the episode (drawn at reset).")
-    step_count: int = Field(ge=0, description="Steps taken so far.")
-    done: bool = Field(description="Whether the episode has ended.")
-    observation: ObsT = Field(description="The current observation.")
-
-
-class Closed(BaseModel):
-    """Reply of ``DELETE /<env>/session/{id}``."""
-
-    session_id: str = Field(description="The session that was ended.")
-    closed: bool = Field(description="Always true.")
-
-
-class Health(BaseModel):
-    """Reply of ``/health``: ``healthy``, or ``unhealthy`` (503) when the session store is down."""
-
-    model_config = ConfigDict(extra="allow")
-
-    status: str = Field(description="'healthy' or 'unhealthy'.")
-    detail: str | None = Field(default=None, description="What is wrong, when unhealthy.")
-
-
-def _doc(status_codes: str, description: str) -> dict[str, Any]:
-    return {"model": ErrorBody, "description": f"{description} ({status_codes})."}
-
-
-_BODY_ERRORS: dict[int | str, dict[str, Any]] = {
-    413: _doc("BODY_TOO_LARGE", "Request body over the size limit"),
-    422: _doc(
-        "VALIDATION_ERROR",
-        "Malformed request: each field named with what is expected; a body that is not UTF-8 or nests JSON too deep",
-    ),
-}
-_STORE_DOWN = _doc("SESSION_STORE_UNAVAILABLE", "The session store cannot be reached; retry after Retry-After")
-_SESSION_ERRORS: dict[int | str, dict[str, Any]] = {
-    404: _doc("SESSION_NOT_FOUND", "Unknown, closed or expired HTTP session"),
-    409: _doc("SESSION_BUSY", "Another request holds the session"),
-    422: _doc("VALIDATION_ERROR", "Malformed session id"),
-    503: _STORE_DOWN,
-}
-_ADMIN_ERRORS: dict[int | str, dict[str, Any]] = {
-    401: _doc("ADMIN_TOKEN_REQUIRED", "No admin token sent"),
-    403: _doc("ADMIN_TOKEN_INVALID, ADMIN_DISABLED", "Wrong token, or no token configured"),
-}
-#: What a sealed server adds to the documents of its routes.
-_SEALED_RESET_ERRORS: dict[int | str, dict[str, Any]] = {
-    403: _doc("SEALED", "A reset without a handle, or naming an item beside it: episodes come from POST /evaluations"),
-    404: _doc("HANDLE_NOT_FOUND", "Unknown or expired handle"),
-    409: _doc("HANDLE_USED, EVALUATION_CLOSED", "The handle was started already, or its evaluation is closed"),
-}
-_SEALED_UNTIL_CLOSED = _doc("SEALED_UNTIL_CLOSED", "Released when the evaluation closes, or to the admin token")
-
-_F = TypeVar("_F", bound=Callable[..., Any])
+__all__ = ["GradeRequest", "StepRequest", "build_env_router", "health_reply"]
 
 #: The id of a session in a path or query.
 SessionIdPath = typing.Annotated[str, Path(max_length=128, description="Id returned by POST /reset.")]
-
-
-def _annotate(**annotations: Any) -> Callable[[_F], _F]:
-    """Give a route's parameters types built at run time (FastAPI reads ``__annotations__``).
-
-    Under ``from __future__ import annotations`` an annotation naming a local variable (this
-    environment's request model) is a string FastAPI cannot resolve.
-    """
-
-    def apply(func: _F) -> _F:
-        func.__annotations__.update(annotations)
-        return func
-
-    return apply
 
 
 def _json(content: str | bytes) -> Response:
     return Response(content=content, media_type="application/json")
 
 
-def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
-    """The routes of one environment under ``/<env>``, and the fast route that serves its ``/step``.
+def build_env_router(service: EnvService) -> APIRouter:
+    """The routes of one environment under ``/<env>``, one per path, each documented in the OpenAPI document.
 
-    ``/step`` is the hot path of training: the returned Starlette ``Route`` answers it without
-    FastAPI's per-request dependency machinery (it must be placed before the router's routes);
-    the FastAPI ``/step`` stays in the router so the OpenAPI documents describe it.
+    ``/reset`` and ``/step`` are the hot path of training: they are ``RawRoute``s, answered
+    without FastAPI's per-request dependency machinery (``fast_routes.py``; the application
+    indexes them in its ``HotRoutes``).
     """
+    app = APIRouter(prefix=f"/{service.name}")
+    _add_info_routes(app, service)
+    _add_reset(app, service)
+    _add_step(app, service)
+    _add_grade_routes(app, service)
+    _add_scenario(app, service)
+    _add_state_routes(app, service)
+    _add_close(app, service)
+    collect = getattr(service.env_class, "collect", None)
+    if callable(collect):
+        _add_collect(app, service, collect)
+    return app
+
+
+def _add_info_routes(app: APIRouter, service: EnvService) -> None:
+    """OpenEnv's info endpoints: ``/health``, ``/metadata``, ``/schema``, ``/tasks`` and ``POST /mcp``."""
     name = service.name
-    app = APIRouter(prefix=f"/{name}")
-    obs_type: Any = service.env_class.observation_type
-    reset_model: Any = service.reset_model
-    sealed = service.sealed
 
-    session_of = service.session
-
-    # ------------------------------------------------------------- OpenEnv info endpoints
     @app.get(
         "/health",
         tags=["info"],
@@ -210,10 +115,7 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
     metadata = service.metadata()
 
     @app.get(
-        "/metadata",
-        tags=["info"],
-        summary="Name, description and README (OpenEnv)",
-        operation_id=f"{name}_metadata",
+        "/metadata", tags=["info"], summary="Name, description and README (OpenEnv)", operation_id=f"{name}_metadata"
     )
     async def get_metadata() -> JSONResponse:
         return JSONResponse(metadata)
@@ -237,40 +139,19 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
         "/mcp",
         tags=["info"],
         summary="MCP JSON-RPC 2.0 (this environment exposes no tools)",
-        responses=_BODY_ERRORS,
+        responses=BODY_ERRORS,
         operation_id=f"{name}_mcp",
     )
     async def mcp(request: Request) -> JSONResponse:
         return JSONResponse(_mcp_reply(await request.body()))
 
-    # ------------------------------------------------------------- stateful sessions
-    by_session = {"session_id": "$response.body#/session_id"}
-    links = {
-        "step": {"operationId": f"{name}_step", "requestBody": by_session},
-        "grade": {"operationId": f"{name}_grade", "parameters": {"path.session_id": by_session["session_id"]}},
-        "scenario": {"operationId": f"{name}_scenario", "parameters": {"path.session_id": by_session["session_id"]}},
-        "state": {"operationId": f"{name}_state", "parameters": {"path.session_id": by_session["session_id"]}},
-        "close": {"operationId": f"{name}_close", "parameters": {"path.session_id": by_session["session_id"]}},
-    }
 
-    @app.post(
-        "/reset",
-        tags=["session"],
-        summary="Start an episode in a new session",
-        response_model=ResetResponse[obs_type],
-        responses={
-            200: {"description": "The new session and its first observation.", "links": links},
-            **_BODY_ERRORS,
-            503: _doc("CAPACITY_REACHED, SESSION_STORE_UNAVAILABLE", "At capacity, or the session store is down"),
-            **(_SEALED_RESET_ERRORS if sealed else {}),
-        },
-        operation_id=f"{name}_reset",
-    )
-    @_annotate(request=typing.Annotated[reset_model | None, Body()])
-    async def reset(request: Any = None) -> Response:
-        return await apply_reset(request or reset_model())
+def _add_reset(app: APIRouter, service: EnvService) -> None:
+    """``POST /<env>/reset``: a new session and its first observation."""
+    reset_model: Any = service.reset_model
+    obs_type: Any = service.env_class.observation_type
 
-    async def fast_reset(request: Request) -> Response:
+    async def reset(request: Request) -> Response:
         # Any Content-Type (curl -d sends a form type): the body is read as JSON, as /step's is.
         body = await request.body()
         try:
@@ -278,91 +159,48 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             errors = [{"loc": ["body"], "msg": f"the body is not JSON: {exc}", "type": "json_invalid"}]
             raise RequestValidationError(errors) from exc
-        if isinstance(data, dict) and service.profile is not None:
-            data = service.profile.reset_data(data)
         try:
-            parsed = reset_model.model_validate({} if data is None else data)
+            parsed = service.reset_request(data)
         except ValidationError as exc:
             raise RequestValidationError(
                 [{**e, "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False, include_context=False)]
             ) from exc
-        return await apply_reset(parsed)
+        session, spec, shown = await service.open_episode(parsed)
+        return _reset_reply(session, spec, shown)
 
-    async def apply_reset(request: Any) -> Response:
-        if sealed:
-            return await sealed_reset(request)
-        refuse_handle(request)
-        spec = service.resolve_task(request)
-        _, obs, session = await open_session(spec, lambda env: service.reset(env, request))
-        shown = obs.model_dump_json()
-        if service.profile is not None and service.profile.observation is not None:
-            shown = json.dumps(service.profile.observation(obs.model_dump(mode="json"), None, {}, session))
-        return reset_reply(session, spec, shown, obs)
+    app.add_api_route(
+        "/reset",
+        documented_as(reset, request=(typing.Annotated[reset_model | None, Body()], None)),
+        methods=["POST"],
+        route_class_override=RawRoute,
+        tags=["session"],
+        summary="Start an episode in a new session",
+        response_model=ResetResponse[obs_type],
+        responses=reset_responses(service.name, service.sealed),
+        operation_id=f"{service.name}_reset",
+    )
 
-    async def open_session(spec: TaskSpec, start: Callable[[Any], Any], handle: str | None = None) -> Any:
-        """Build ``spec``'s env, ``start`` it and open its HTTP session; the env is closed if any of it fails."""
-        env: Any = None
+
+def _reset_reply(session: Session, spec: TaskSpec, shown: Shown) -> Response:
+    obs = json.dumps(shown.observation) if shown.shaped else shown.observation.model_dump_json()
+    return _json(
+        f'{{"session_id":{json.dumps(session.id)},"task_id":{json.dumps(spec.id)},'
+        f'"episode_id":{json.dumps(session.episode_id)},"observation":{obs},"reward":null,'
+        f'"done":{json.dumps(shown.done)}}}'
+    )
+
+
+def _add_step(app: APIRouter, service: EnvService) -> None:
+    """``POST /<env>/step``: one action in a session."""
+    obs_type: Any = service.env_class.observation_type
+
+    async def step(request: Request) -> Response:
         try:
-            await service.store.ensure_room()
-            env = service.build(spec)
-            obs = start(env)
-            session = await service.store.open(name, env, kind="http", handle=handle)
-        except CapacityError as exc:
-            if env is not None:
-                env.close()
-            raise ApiError(
-                503, "CAPACITY_REACHED", str(exc), active_sessions=exc.active, max_sessions=exc.maximum
-            ) from exc
-        except BaseException:
-            if env is not None:
-                env.close()
-            raise
-        return env, obs, session
-
-    def reset_reply(session: Session, spec: TaskSpec, shown: str, obs: Any) -> Response:
-        body = (
-            f'{{"session_id":{json.dumps(session.id)},"task_id":{json.dumps(spec.id)},'
-            f'"episode_id":{json.dumps(session.episode_id)},"observation":{shown},"reward":null,"done":{json.dumps(bool(obs.done))}}}'
-        )
-        return _json(body)
-
-    async def sealed_reset(request: Any) -> Response:
-        evaluations = service.evaluations
-        claim = await evaluations.claim(service, request)
-        try:
-            env, obs, session = await open_session(claim.spec, lambda env: env.reset(seed=claim.seed), claim.handle)
-        except BaseException:
-            await evaluations.unclaim(claim)
-            raise
-        try:
-            await evaluations.started(claim, session, "http")
-        except ApiError:
-            await service.store.close(session.id, name)
-            raise
-        obs = seal_observation(type(env), obs)
-        shown = obs.model_dump_json()
-        if service.profile is not None and service.profile.observation is not None:
-            shaped = service.profile.observation(obs.model_dump(mode="json"), None, {}, session)
-            shown = json.dumps(seal_profile_observation(shaped))
-        return reset_reply(session, claim.spec, shown, obs)
-
-    async def sealed_step(session: Session, result: StepResult[Any], recorded: dict[str, Any]) -> Response:
-        cls = type(session.env)
-        obs = seal_observation(cls, result.observation)
-        info = seal_info(cls, result.info)
-        if result.done and session.handle is not None:
-            await service.evaluations.finished(session.handle, session.env)
-        profile = service.profile
-        if profile is None:
-            return _json(result.model_copy(update={"observation": obs, "info": info}).model_dump_json())
-        info = {**info, **recorded}
-        shown: Any = obs.model_dump(mode="json")
-        if profile.observation is not None:
-            shown = seal_profile_observation(profile.observation(shown, result.reward, info, session))
-        return JSONResponse({"observation": shown, "reward": result.reward, "done": result.done, "info": info})
-
-    async def apply_step(request: StepRequest) -> Response:
-        if isinstance(request.action, str) and json_too_deep(request.action):
+            parsed = StepRequest.model_validate_json(await request.body())
+        except ValidationError as exc:
+            raise RequestValidationError(exc.errors(include_url=False, include_context=False)) from exc
+        action = parsed.action
+        if isinstance(action, str) and json_too_deep(action):
             message = too_deep_message("action")
             raise ApiError(
                 422,
@@ -370,78 +208,61 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
                 message,
                 errors=[{"loc": ["body", "action"], "msg": message, "type": "json_too_deep"}],
             )
-        profile = service.profile
-        async with session_of(request.session_id, write=True) as session:
-            action, recorded = (request.action, {}) if profile is None else profile.action(request.action, session.env)
+        async with service.session(parsed.session_id, write=True) as session:
             try:
-                result = session.env.step(action)
+                shown = await service.step_recorded(session, action, where="action")
             except EpisodeFinishedError as exc:
                 raise ApiError(409, "EPISODE_FINISHED", str(exc)) from exc
-            if sealed:
-                return await sealed_step(session, result, recorded)
-            if profile is None:
-                return _json(result.model_dump_json())
-            info = {**result.info, **recorded}
-            obs: Any = result.observation.model_dump(mode="json")
-            if profile.observation is not None:
-                obs = profile.observation(obs, result.reward, info, session)
-            return JSONResponse({"observation": obs, "reward": result.reward, "done": result.done, "info": info})
+        if shown.shaped:
+            return JSONResponse(
+                {"observation": shown.observation, "reward": shown.reward, "done": shown.done, "info": shown.info}
+            )
+        return _json(
+            to_json({"observation": shown.observation, "reward": shown.reward, "done": shown.done, "info": shown.info})
+        )
 
-    @app.post(
+    app.add_api_route(
         "/step",
+        documented_as(step, request=StepRequest),
+        methods=["POST"],
+        route_class_override=RawRoute,
         tags=["session"],
         summary="Apply one action",
         response_model=StepResult[obs_type],
         responses={
-            **_SESSION_ERRORS,
-            **_BODY_ERRORS,
-            409: _doc("EPISODE_FINISHED, SESSION_BUSY", "The episode has ended, or another request holds it"),
+            **SESSION_ERRORS,
+            **BODY_ERRORS,
+            409: doc("EPISODE_FINISHED, SESSION_BUSY", "The episode has ended, or another request holds it"),
         },
-        operation_id=f"{name}_step",
+        operation_id=f"{service.name}_step",
     )
-    async def step(request: StepRequest) -> Response:
-        return await apply_step(request)
 
-    async def fast_step(request: Request) -> Response:
-        try:
-            parsed = StepRequest.model_validate_json(await request.body())
-        except ValidationError as exc:
-            raise RequestValidationError(exc.errors(include_url=False, include_context=False)) from exc
-        return await apply_step(parsed)
 
-    admin_token = service.config.admin_token
-    sealed_grade: dict[int | str, dict[str, Any]] = {403: _SEALED_UNTIL_CLOSED} if sealed else {}
+def _admin_or_unsealed(service: EnvService, request: Request) -> bool:
+    """True for the admin; 403 SEALED_UNTIL_CLOSED for anyone else on a sealed server."""
+    admin = is_admin(service.config.admin_token, presented_token(request.headers))
+    if service.sealed and not admin:
+        raise ApiError(403, "SEALED_UNTIL_CLOSED", SEALED_UNTIL_CLOSED)
+    return admin
 
-    def refuse_sealed(request: Request) -> bool:
-        """True for the admin; 403 SEALED_UNTIL_CLOSED for anyone else on a sealed server."""
-        admin = is_admin(admin_token, presented_token(request.headers))
-        if sealed and not admin:
-            raise ApiError(403, "SEALED_UNTIL_CLOSED", SEALED_UNTIL_CLOSED)
-        return admin
+
+def _add_grade_routes(app: APIRouter, service: EnvService) -> None:
+    """``GET /<env>/grade/{id}`` and ``POST /<env>/grade`` (which a seed client asks without a session)."""
+    name = service.name
+    responses: Responses = {**GRADE_ERRORS, **({403: SEALED_UNTIL_CLOSED_ERROR} if service.sealed else {})}
 
     @app.get(
         "/grade/{session_id}",
         tags=["session"],
         summary="Grade of a finished episode (any time with the admin token)",
         response_model=Grade,
-        responses={
-            **_SESSION_ERRORS,
-            409: _doc("EPISODE_NOT_DONE, SESSION_BUSY", "The episode is still running, or another request holds it"),
-            **sealed_grade,
-        },
+        responses=responses,
         operation_id=f"{name}_grade",
     )
     async def grade(request: Request, session_id: SessionIdPath) -> Response:
-        admin = refuse_sealed(request)
-        async with session_of(session_id, write=False) as session:
-            if not (admin or session.env.done):
-                raise ApiError(
-                    409,
-                    "EPISODE_NOT_DONE",
-                    "the grade is given once the episode has ended (before, it would reveal the hidden truth); "
-                    "step until done is true, or present the admin token",
-                )
-            return _json(session.env.grade().model_dump_json())
+        admin = _admin_or_unsealed(service, request)
+        async with service.session(session_id, write=False) as session:
+            return _json(service.grade_json(session, admin=admin, how="present"))
 
     @app.post(
         "/grade",
@@ -449,15 +270,11 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
         summary="Grade of a finished episode: of session_id, or else of this client's last finished WebSocket "
         "episode (under a seed profile)",
         response_model=Grade,
-        responses={
-            **_SESSION_ERRORS,
-            409: _doc("EPISODE_NOT_DONE, SESSION_BUSY", "The episode is still running, or another request holds it"),
-            **sealed_grade,
-        },
+        responses=responses,
         operation_id=f"{name}_grade_post",
     )
     async def grade_post(request: Request, body: GradeRequest | None = None) -> Response:
-        refuse_sealed(request)
+        _admin_or_unsealed(service, request)
         if body is not None and body.session_id is not None:
             return await grade(request, body.session_id)
         peer = request.client.host if request.client else "-"
@@ -470,46 +287,45 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
             "episode from this address first (the grade is given only once an episode has ended)",
         )
 
+
+def _add_scenario(app: APIRouter, service: EnvService) -> None:
+    """``GET /<env>/scenario/{id}``: ids, counters and the observation, nothing hidden."""
+    obs_type: Any = service.env_class.observation_type
+
     @app.get(
         "/scenario/{session_id}",
         tags=["session"],
         summary="Ids, counters and the current observation (nothing hidden)",
         response_model=ScenarioView[obs_type],
-        responses=_SESSION_ERRORS,
-        operation_id=f"{name}_scenario",
+        responses=SESSION_ERRORS,
+        operation_id=f"{service.name}_scenario",
     )
     async def scenario(session_id: SessionIdPath) -> JSONResponse:
-        async with session_of(session_id, write=False) as session:
+        async with service.session(session_id, write=False) as session:
             data = {"session_id": session_id, **public_state(session)}
             obs = session.env.observation()
-            if sealed:
+            if service.sealed:
                 obs = seal_observation(type(session.env), obs)
             data["observation"] = obs.model_dump(mode="json")
             return JSONResponse(data)
 
-    async def full_state(request: Request, session_id: str) -> Response:
-        refuse_sealed(request)
-        require_admin(admin_token, presented_token(request.headers))
-        async with session_of(session_id, write=False) as session:
-            return _json(session.env.state().model_dump_json())
 
-    state_responses: dict[int | str, dict[str, Any]] = {
-        200: {"model": service.env_class.state_type, "description": "The full state, ground truth included."},
-        **_SESSION_ERRORS,
-        **_ADMIN_ERRORS,
-    }
-    if sealed:
-        state_responses[403] = _doc(
-            "ADMIN_TOKEN_INVALID, ADMIN_DISABLED, SEALED_UNTIL_CLOSED",
-            "Wrong token, no token configured, or a sealed session without the admin token",
-        )
+def _add_state_routes(app: APIRouter, service: EnvService) -> None:
+    """``GET /<env>/state/{id}`` and ``GET /<env>/state?session_id=``: the full state (admin token)."""
+    responses = state_responses(service.env_class.state_type, service.sealed)
+
+    async def full_state(request: Request, session_id: str) -> Response:
+        _admin_or_unsealed(service, request)
+        require_admin(service.config.admin_token, presented_token(request.headers))
+        async with service.session(session_id, write=False) as session:
+            return _json(session.env.state().model_dump_json())
 
     @app.get(
         "/state/{session_id}",
         tags=["session"],
         summary="Full state, ground truth included (admin token)",
-        responses=state_responses,
-        operation_id=f"{name}_state",
+        responses=responses,
+        operation_id=f"{service.name}_state",
     )
     async def state_by_path(request: Request, session_id: SessionIdPath) -> Response:
         return await full_state(request, session_id)
@@ -518,39 +334,36 @@ def build_env_router(service: EnvService) -> tuple[APIRouter, list[Route]]:
         "/state",
         tags=["session"],
         summary="Full state of ?session_id= (admin token)",
-        responses=state_responses,
-        operation_id=f"{name}_state_by_query",
+        responses=responses,
+        operation_id=f"{service.name}_state_by_query",
     )
     async def state_by_query(
         request: Request, session_id: str = Query(max_length=128, description="Session to read.")
     ) -> Response:
         return await full_state(request, session_id)
 
+
+def _add_close(app: APIRouter, service: EnvService) -> None:
+    """``DELETE /<env>/session/{id}``: end an HTTP session."""
+    name = service.name
+
     @app.delete(
         "/session/{session_id}",
         tags=["session"],
         summary="End an HTTP session and free its slot (a WebSocket's session ends with its socket)",
         response_model=Closed,
-        responses=_SESSION_ERRORS,
+        responses=SESSION_ERRORS,
         operation_id=f"{name}_close",
     )
     async def close(session_id: SessionIdPath) -> JSONResponse:
-        if sealed:  # record the sealed episode as it stands before its session goes
+        if service.sealed:  # record the sealed episode as it stands before its session goes
             with contextlib.suppress(ApiError):
-                async with session_of(session_id, write=False) as session:
+                async with service.session(session_id, write=False) as session:
                     if session.handle is not None:
                         await service.evaluations.left(session.handle, session.env)
         if not await service.store.close(session_id, name):
             raise ApiError(404, "SESSION_NOT_FOUND", SessionNotFoundError(session_id, name).message)
         return JSONResponse({"session_id": session_id, "closed": True})
-
-    collect = getattr(service.env_class, "collect", None)
-    if callable(collect):
-        _add_collect(app, service, collect)
-    return app, [
-        Route(f"/{name}/step", fast_step, methods=["POST"]),
-        Route(f"/{name}/reset", fast_reset, methods=["POST"]),
-    ]
 
 
 async def health_reply(store: SessionStore) -> JSONResponse:
@@ -583,19 +396,6 @@ def _add_collect(app: APIRouter, service: EnvService, collect: Any) -> None:
     if not (isinstance(returned, type) and issubclass(returned, BaseModel)):
         returned = None
 
-    @app.post(
-        "/collect",
-        tags=["data"],
-        summary="Build a scenario with the environment's data collector",
-        response_model=returned,
-        responses={
-            **_BODY_ERRORS,
-            422: _doc("VALIDATION_ERROR", "A field is invalid, or the server has no corpus to search"),
-            **({403: _doc("SEALED", "Refused on a sealed server")} if service.sealed else {}),
-        },
-        operation_id=f"{service.name}_collect",
-    )
-    @_annotate(payload=typing.Annotated[request_model, Body()])
     async def collect_route(payload: Any) -> JSONResponse:
         if service.sealed:
             raise ApiError(403, "SEALED", f"collect builds scenarios of the client's choosing: {SEALED_RESET}")
@@ -608,6 +408,22 @@ def _add_collect(app: APIRouter, service: EnvService, collect: Any) -> None:
         if isinstance(result, BaseModel):
             return JSONResponse(result.model_dump(mode="json"))
         return JSONResponse(result)
+
+    collect_route.__annotations__["payload"] = typing.Annotated[request_model, Body()]
+    app.add_api_route(
+        "/collect",
+        collect_route,
+        methods=["POST"],
+        tags=["data"],
+        summary="Build a scenario with the environment's data collector",
+        response_model=returned,
+        responses={
+            **BODY_ERRORS,
+            422: doc("VALIDATION_ERROR", "A field is invalid, or the server has no corpus to search"),
+            **({403: doc("SEALED", "Refused on a sealed server")} if service.sealed else {}),
+        },
+        operation_id=f"{service.name}_collect",
+    )
 
 
 def _mcp_reply(body: bytes) -> dict[str, Any]:

@@ -2,7 +2,10 @@
 
 An ``EnvService`` holds an environment's tasks, its request model, the shared session store and
 the dialect it speaks; ``session`` opens a stored session with the one mapping of store errors to
-API errors. ``app.py`` composes the application from these; nothing here builds routes.
+API errors. Episodes are started and stepped here for both transports (``open_episode`` for an
+HTTP reset, ``reset``/``reset_sealed`` for a WebSocket's, ``step``/``step_recorded``): sealing and
+the seed client's dialect are applied once, and each transport only parses its messages and
+serializes the ``Shown`` it gets back. ``app.py`` composes the application; nothing here builds routes.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, create_model
 
@@ -22,8 +25,20 @@ from integrity_gym.core.env import Env
 from integrity_gym.core.registry import TaskSpec
 from integrity_gym.server.compat import Profile
 from integrity_gym.server.config import ServerConfig
-from integrity_gym.server.security import ApiError
-from integrity_gym.server.sessions import Session, SessionBusyError, SessionNotFoundError, SessionStore
+from integrity_gym.server.evaluations import (
+    refuse_handle,
+    seal_info,
+    seal_observation,
+    seal_profile_observation,
+)
+from integrity_gym.server.security import ApiError, json_too_deep, too_deep_message
+from integrity_gym.server.sessions import (
+    CapacityError,
+    Session,
+    SessionBusyError,
+    SessionNotFoundError,
+    SessionStore,
+)
 
 AnyEnv = Env[Any, Any, Any]
 
@@ -59,6 +74,29 @@ class ResetRequest(BaseModel):
     )
 
 
+class Shown(NamedTuple):
+    """An observation as its client sees it, with the step's reward, end and info.
+
+    Sealed on a sealed server (no field names the item) and in the seed client's dialect under a
+    profile: then ``shaped`` is true and ``observation`` is the dialect's JSON-ready dict (and
+    ``info`` holds what the dialect recorded); otherwise ``observation`` is the env's model.
+    After a reset ``reward`` is None and ``info`` empty.
+    """
+
+    observation: Any
+    reward: float | None
+    done: bool
+    info: dict[str, Any]
+    shaped: bool
+
+
+#: The message of a grade asked for too early; the transport says how to present the admin token.
+NOT_DONE = (
+    "the grade is given once the episode has ended (before, it would reveal the hidden truth); "
+    "step until done is true, or {how} the admin token"
+)
+
+
 @dataclass
 class EnvService:
     """Everything the routes of one environment need: its tasks, classes and the shared store."""
@@ -72,7 +110,7 @@ class EnvService:
     #: Grade (JSON) of the last episode each client address finished, under a profile: the seed
     #: client asks ``POST /grade`` without naming its session. Bounded; oldest dropped first.
     finished: dict[str, str] = field(default_factory=dict)
-    #: The sealed evaluations of this server (``evaluations.py``); None unless sealed.
+    #: The sealed evaluations of this server (``evaluations/``); None unless sealed.
     evaluations: Any = None
 
     @property
@@ -153,7 +191,7 @@ class EnvService:
         """A fresh environment for ``spec``."""
         return spec.env_class()(spec)
 
-    def reset(self, env: AnyEnv, request: ResetRequest) -> Any:
+    def reset_env(self, env: AnyEnv, request: ResetRequest) -> Any:
         """Reset ``env``; an env-level ``ValueError``/``KeyError`` is the client's mistake (422)."""
         refused = sorted(set(request.options or {}) & env.local_only_options)
         if refused:
@@ -168,6 +206,157 @@ class EnvService:
         except (ValueError, KeyError, TypeError) as exc:
             message = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
             raise ApiError(422, "VALIDATION_ERROR", f"reset refused: {message}") from exc
+
+    # ------------------------------------------------------------------ episodes, for both transports
+    def reset_request(self, data: Any) -> ResetRequest:
+        """Reset arguments (JSON, in the dialect's spelling) in this environment's model; ``ValidationError``."""
+        if isinstance(data, dict) and self.profile is not None:
+            data = self.profile.reset_data(data)
+        return self.reset_model.model_validate({} if data is None else data)
+
+    def show(
+        self,
+        session: Session,
+        obs: Any,
+        reward: float | None = None,
+        info: dict[str, Any] | None = None,
+        recorded: dict[str, Any] | None = None,
+        *,
+        step: bool = False,
+    ) -> Shown:
+        """``obs`` (and a step's ``reward``/``info``) as the client sees it: sealed, then in the dialect."""
+        info = {} if info is None else info
+        done = bool(obs.done)
+        if self.sealed:
+            cls = type(session.env)
+            obs, info = seal_observation(cls, obs), seal_info(cls, info)
+        profile = self.profile
+        if profile is None or (not step and profile.observation is None):
+            return Shown(obs, reward, done, info, False)
+        if recorded:
+            info = {**info, **recorded}
+        shaped: dict[str, Any] = obs.model_dump(mode="json")
+        if profile.observation is not None:
+            shaped = profile.observation(shaped, reward, info, session)
+            if self.sealed:
+                shaped = seal_profile_observation(shaped)
+        return Shown(shaped, reward, done, info, True)
+
+    async def open_episode(self, request: ResetRequest) -> tuple[Session, TaskSpec, Shown]:
+        """Start the episode ``request`` asks for in a new HTTP session (a handle's, on a sealed server)."""
+        if self.sealed:
+            return await self._open_sealed(request)
+        refuse_handle(request)
+        spec = self.resolve_task(request)
+        _, obs, session = await self._open(spec, lambda env: self.reset_env(env, request))
+        return session, spec, self.show(session, obs)
+
+    async def _open(self, spec: TaskSpec, start: Callable[[AnyEnv], Any], handle: str | None = None) -> Any:
+        """Build ``spec``'s env, ``start`` it and open its HTTP session; the env is closed if any of it fails."""
+        env: Any = None
+        try:
+            await self.store.ensure_room()
+            env = self.build(spec)
+            obs = start(env)
+            session = await self.store.open(self.name, env, kind="http", handle=handle)
+        except CapacityError as exc:
+            if env is not None:
+                env.close()
+            raise ApiError(
+                503, "CAPACITY_REACHED", str(exc), active_sessions=exc.active, max_sessions=exc.maximum
+            ) from exc
+        except BaseException:
+            if env is not None:
+                env.close()
+            raise
+        return env, obs, session
+
+    async def _open_sealed(self, request: ResetRequest) -> tuple[Session, TaskSpec, Shown]:
+        evaluations = self.evaluations
+        claim = await evaluations.claim(self, request)
+        try:
+            _, obs, session = await self._open(claim.spec, lambda env: env.reset(seed=claim.seed), claim.handle)
+        except BaseException:
+            await evaluations.unclaim(claim)
+            raise
+        try:
+            await evaluations.started(claim, session, "http")
+        except ApiError:
+            await self.store.close(session.id, self.name)
+            raise
+        return session, claim.spec, self.show(session, obs)
+
+    def reset(self, session: Session, request: ResetRequest) -> tuple[TaskSpec, Shown]:
+        """Start a new episode in ``session`` (a WebSocket's), on another task's env if ``request`` asks for one."""
+        refuse_handle(request)
+        spec = self.resolve_task(request)
+        if session.env.spec.id != spec.id:
+            session.env.close()
+            session.env = self.build(spec)
+        obs = self.reset_env(session.env, request)
+        session.new_episode()
+        return spec, self.show(session, obs)
+
+    async def reset_sealed(self, session: Session, request: ResetRequest) -> tuple[TaskSpec, Shown]:
+        """Start a handle's episode in ``session`` (a WebSocket's, on a sealed server); the one it played is left."""
+        evaluations = self.evaluations
+        claim = await evaluations.claim(self, request)
+        try:
+            env = self.build(claim.spec)
+            obs = env.reset(seed=claim.seed)
+        except BaseException:
+            await evaluations.unclaim(claim)
+            raise
+        previous, old_env = session.handle, session.env
+        session.env, session.handle = env, claim.handle
+        if previous is not None:
+            await evaluations.left(previous, old_env)
+        old_env.close()
+        try:
+            await evaluations.started(claim, session, "ws")
+        except ApiError:
+            session.handle = None
+            session.env = self.build(self.tasks[0])  # nothing of that item stays playable
+            env.close()
+            raise
+        session.new_episode()
+        return claim.spec, self.show(session, obs)
+
+    def step(self, session: Session, action: Any, *, where: str = "data", client: str | None = None) -> Shown:
+        """Apply ``action`` (in the dialect) to ``session``'s env; a string nested too deep is refused (422).
+
+        The env judges any other action exactly as in-process (a malformed one is a step with
+        ``info['error']``) and raises its own errors (``EpisodeFinishedError``). Under a profile the
+        grade of an episode that ends is kept for ``client`` (the seed client's ``POST /grade``).
+        On a sealed server use ``step_recorded``, which records the episode's end.
+        """
+        profile = self.profile
+        recorded: dict[str, Any] = {}
+        if profile is not None:
+            action, recorded = profile.action(action, session.env)
+        if isinstance(action, str) and json_too_deep(action):
+            raise ApiError(422, "VALIDATION_ERROR", too_deep_message(where))
+        result = session.env.step(action)
+        if profile is None and not self.sealed:
+            return Shown(result.observation, result.reward, result.done, result.info, False)
+        if result.done and client is not None and profile is not None and not self.sealed:
+            self.remember_grade(client, session.env.grade().model_dump_json())
+        return self.show(session, result.observation, result.reward, result.info, recorded, step=True)
+
+    async def step_recorded(self, session: Session, action: Any, *, where: str = "data") -> Shown:
+        """``step``, recording the result of a sealed episode that ends with it."""
+        shown = self.step(session, action, where=where)
+        if shown.done and self.sealed and session.handle is not None:
+            await self.evaluations.finished(session.handle, session.env)
+        return shown
+
+    def grade_json(self, session: Session, *, admin: bool, how: str) -> str:
+        """The grade of ``session``'s episode (JSON); 409 ``EPISODE_NOT_DONE`` before it ends, unless ``admin``."""
+        env = session.env
+        if not (admin or env.done):
+            env.observation()  # before the first reset this raises NotResetError, as in-process
+            raise ApiError(409, "EPISODE_NOT_DONE", NOT_DONE.format(how=how))
+        return env.grade().model_dump_json()
 
     def metadata(self) -> dict[str, Any]:
         """OpenEnv's ``/metadata`` fields."""

@@ -27,23 +27,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from integrity_gym.agents.llm import LLMSettings, prompt_messages, read_action
 from integrity_gym.agents.prompts import get_adapter, text_of
-from integrity_gym.core.env import describe_validation_error
+from integrity_gym.core.env import validate_config
 from integrity_gym.core.registry import get_spec, make
 from integrity_gym.report.training import EVAL_DIRS, LOG_NAME, SUMMARY_NAME
 from integrity_gym.train.model import BUNDLED, load_model, render, require_train_extra, save_model
 
+#: The default task's reply start (its prompt module's ``PREFILL``).
 DEFAULT_PREFILL = '{"verdict": "'
-#: The reply's start per environment when ``--prefill`` is not given: the first key of the adapter's
-#: reply format, so the model starts a readable action (None: no prefill).
-DEFAULT_PREFILLS = {
-    "selective_verification": DEFAULT_PREFILL,
-    "information_integrity": '{"type": "',
-    "pii_redaction": '{"action_type": "',
-}
+
+
+def default_prefill(task: str) -> str | None:
+    """The reply's start for ``task`` without ``--prefill``: its environment's ``PREFILL`` (None: none)."""
+    try:
+        spec = get_spec(task)
+    except KeyError:  # the task field's own check names it
+        return None
+    prefill: str | None = getattr(spec.env_class().extras.module("prompt"), "PREFILL", None)
+    return prefill
 
 
 class TrainConfig(BaseModel):
@@ -61,7 +65,8 @@ class TrainConfig(BaseModel):
     temperature: float = Field(1.0, gt=0, description="Sampling temperature of the rollouts.")
     lora_r: int | None = Field(None, ge=1, description="LoRA rank (None: full fine-tune).")
     prefill: str | None = Field(
-        DEFAULT_PREFILL, description="Start of every reply, in training and in eval (default: DEFAULT_PREFILLS)."
+        DEFAULT_PREFILL,
+        description="Start of every reply, in training and in eval (default: the task's prompt PREFILL).",
     )
     max_turns: int | None = Field(
         None, ge=1, description="Turn cap of a multi-step episode, in training and eval (None: the task's own)."
@@ -76,17 +81,14 @@ class TrainConfig(BaseModel):
     def _task_prefill(cls, values: Any) -> Any:
         # Without an explicit prefill (None included, which means none), the task's environment picks it.
         if isinstance(values, dict) and "prefill" not in values:
-            env = str(values.get("task") or cls.model_fields["task"].default).split("/")[0]
-            return {**values, "prefill": DEFAULT_PREFILLS.get(env)}
+            return {**values, "prefill": default_prefill(str(values.get("task") or cls.model_fields["task"].default))}
         return values
 
     @classmethod
     def build(cls, **values: Any) -> TrainConfig:
-        """Validate, turning pydantic's error into a ValueError naming the option."""
-        try:
-            return cls.model_validate(values)
-        except ValidationError as exc:
-            raise ValueError(f"invalid train options: {describe_validation_error(exc)}") from exc
+        """Validate: a ``ValueError`` naming the offending option (``core.env.validate_config``)."""
+        config: TrainConfig = validate_config(cls, values)
+        return config
 
 
 @dataclass

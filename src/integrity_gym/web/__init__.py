@@ -11,7 +11,12 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from starlette.responses import FileResponse
+from starlette.requests import Request
+from starlette.responses import FileResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route, Router
+from starlette.staticfiles import StaticFiles
+
+from integrity_gym.core.registry import env_class
 
 #: Every page forbids loading anything from another origin (no CDN, fonts or scripts from
 #: elsewhere); pictures may be data URLs (selective verification's observations carry them).
@@ -37,3 +42,23 @@ def page(name: str) -> FileResponse:
         media_type="text/html; charset=utf-8",
         headers={"Content-Security-Policy": CONTENT_SECURITY_POLICY, "Cache-Control": "no-cache"},
     )
+
+
+async def _view(request: Request) -> Response:
+    env = request.path_params["env"]
+    try:
+        cls = env_class(env)
+    except KeyError:
+        return PlainTextResponse(f"no environment {env!r}", status_code=404)
+    if cls.extras.view is None:
+        return PlainTextResponse(f"environment {env!r} declares no page view", status_code=404)
+    folder = resources.files(cls.__module__.rpartition(".")[0])
+    return FileResponse(str(folder.joinpath(cls.extras.view)), media_type="text/javascript; charset=utf-8")
+
+
+def static_files() -> Router:
+    """The pages' files under ``static/``, and each environment's page view at ``static/views/<env>.js``.
+
+    A view lives in its environment's folder (``EnvExtras.view``); render.js loads it on first use.
+    """
+    return Router(routes=[Route("/views/{env}.js", _view), Mount("/", app=StaticFiles(directory=static_dir()))])

@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route, Router
-from starlette.staticfiles import StaticFiles
 
 from integrity_gym.server.security import ApiError, is_admin, presented_token
-from integrity_gym.web import page, static_dir
+from integrity_gym.web import page, static_files
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -60,7 +59,7 @@ def playground_router(services: Mapping[str, EnvService]) -> Router:
         routes=[
             Route("/", index, methods=["GET"]),
             Route("/api/explain/{env}/{session_id}", explain, methods=["GET"]),
-            Mount("/static", app=StaticFiles(directory=static_dir()), name="static"),
+            Mount("/static", app=static_files(), name="static"),
         ]
     )
 

@@ -17,10 +17,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
 
 from integrity_gym.bench.runs import RunData, load_run
-from integrity_gym.web import page, static_dir
+from integrity_gym.web import page, static_files
 
 #: Fields of an episode the list shows (the trajectory is fetched when the episode is opened).
 LIST_FIELDS = (
@@ -103,7 +102,7 @@ def create_viewer_app(paths: Sequence[str | Path], db: str | Path | None = None)
             Route("/", index),
             Route("/api/runs", list_runs),
             Route("/api/episode/{run:int}/{number:int}", episode),
-            Mount("/static", app=StaticFiles(directory=static_dir()), name="static"),
+            Mount("/static", app=static_files(), name="static"),
         ]
     )
 

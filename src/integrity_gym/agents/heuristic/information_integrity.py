@@ -117,3 +117,7 @@ class HeuristicAgent:
         if balance <= -0.5:
             return "false", refuting
         return "unsupported", [s for s, _, _ in weights]
+
+
+#: The agents ``--agent NAME`` builds for this environment (``EnvExtras.agents``).
+AGENTS = {"heuristic": HeuristicAgent}

@@ -458,3 +458,7 @@ class HeuristicAgent(ScanningAgent):
     def find(self, text: str) -> list[Candidate]:
         """:func:`detect`, remembering the names found for later mentions."""
         return detect(text, self._known)
+
+
+#: The agents ``--agent NAME`` builds for this environment (``EnvExtras.agents``).
+AGENTS = {"heuristic": HeuristicAgent}

@@ -286,7 +286,7 @@ class PosteriorAgent:
 
 
 #: Extra agents of this environment, by name (used by ``make_agent``).
-AGENTS = {"blind": BlindAgent, "posterior": PosteriorAgent}
+AGENTS = {"heuristic": HeuristicAgent, "blind": BlindAgent, "posterior": PosteriorAgent}
 
 
 def fit(items: int = 600) -> dict[str, Any]:

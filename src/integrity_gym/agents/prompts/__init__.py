@@ -9,7 +9,6 @@ adapter get ``GenericAdapter``, built from the action model's own JSON schema.
 
 from __future__ import annotations
 
-import importlib
 import json
 from typing import Any, Protocol
 
@@ -118,12 +117,9 @@ def _closed(schema: Any) -> Any:
 
 
 def get_adapter(spec: TaskSpec) -> PromptAdapter:
-    """The adapter of ``spec``'s environment (``agents/prompts/<env>.py``), else ``GenericAdapter``."""
-    try:
-        module = importlib.import_module(f"integrity_gym.agents.prompts.{spec.env}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"integrity_gym.agents.prompts.{spec.env}":
-            raise
+    """The adapter of ``spec``'s environment (``EnvExtras.prompt``), else ``GenericAdapter``."""
+    module = spec.env_class().extras.module("prompt")
+    if module is None:
         return GenericAdapter(spec)
     adapter: PromptAdapter = module.make_adapter(spec)
     return adapter

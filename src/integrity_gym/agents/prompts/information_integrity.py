@@ -108,6 +108,11 @@ class IntegrityAdapter:
         return {"type": kind, key: str(target).strip()}
 
 
+#: The reply's start in GRPO training and its eval when no ``--prefill`` is given: the reply format's
+#: first key, so the model starts a readable action.
+PREFILL = '{"type": "'
+
+
 def make_adapter(spec: TaskSpec) -> IntegrityAdapter:
     """The information_integrity adapter."""
     return IntegrityAdapter()

@@ -103,6 +103,11 @@ def locate(quote: str, observation: Any) -> tuple[int, int]:
     raise ActionReadError(f"the text {quote[:60]!r} does not appear in the window")
 
 
+#: The reply's start in GRPO training and its eval when no ``--prefill`` is given: the reply format's
+#: first key, so the model starts a readable action.
+PREFILL = '{"action_type": "'
+
+
 def make_adapter(spec: TaskSpec) -> PiiAdapter:
     """The pii_redaction adapter."""
     return PiiAdapter()

@@ -68,6 +68,11 @@ class SelectiveAdapter:
         return {"verdict": verdict, "confidence": None if verdict == "ABSTAIN" else data.get("confidence")}
 
 
+#: The reply's start in GRPO training and its eval when no ``--prefill`` is given: the reply format's
+#: first key, so the model starts a readable action.
+PREFILL = '{"verdict": "'
+
+
 def make_adapter(spec: TaskSpec) -> SelectiveAdapter:
     """The selective_verification adapter."""
     return SelectiveAdapter()

@@ -8,7 +8,6 @@ table and ``tests/redteam`` runs the same check in ``make test``.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from types import ModuleType
@@ -16,7 +15,7 @@ from typing import Any
 
 from integrity_gym.agents.redteam.base import Attack, Bar, play_once
 from integrity_gym.agents.redteam.learned import Overlap, as_attack, learned_for, train_episodes_for
-from integrity_gym.core.registry import TaskSpec, list_tasks, make
+from integrity_gym.core.registry import TaskSpec, env_extras, list_tasks, make
 from integrity_gym.core.seeding import data_mode
 from integrity_gym.core.types import Grade
 
@@ -34,15 +33,17 @@ __all__ = [
 ]
 
 
-def _module(env: str) -> ModuleType:
-    return importlib.import_module(f"integrity_gym.agents.redteam.{env}")
+def _module(env: str) -> ModuleType | None:
+    """The red-team module environment ``env`` declares (``EnvExtras.redteam``), if any."""
+    return env_extras(env).module("redteam")
 
 
 def attacks_for(env: str) -> tuple[Attack, ...]:
     """The attacks on environment ``env``: its own, then the replay attack every environment faces."""
     from integrity_gym.agents.redteam.replay import REPLAY
 
-    attacks: tuple[Attack, ...] = _module(env).ATTACKS
+    module = _module(env)
+    attacks: tuple[Attack, ...] = () if module is None else module.ATTACKS
     return (*attacks, REPLAY)
 
 
@@ -58,7 +59,10 @@ def score_of(spec: TaskSpec, grade: Grade) -> float:
 
 def bar_for(env: str) -> Bar:
     """The bar every attack on environment ``env`` must stay under."""
-    bar: Bar = _module(env).BAR
+    module = _module(env)
+    if module is None:
+        raise ValueError(f"environment {env!r} declares no red team (EnvExtras.redteam): it has no bar")
+    bar: Bar = module.BAR
     return bar
 
 

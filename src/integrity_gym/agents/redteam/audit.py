@@ -13,7 +13,6 @@ is lower.
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -82,8 +81,8 @@ def _baseline(name: str, description: str) -> Policy:
 
 def _extras(spec: TaskSpec) -> list[Policy]:
     """The environment's own named agents that play ``spec``'s task (``agents.heuristic.<env>.AGENTS``)."""
-    module = importlib.import_module(f"integrity_gym.agents.heuristic.{spec.env}")
-    extra: dict[str, Any] = getattr(module, "AGENTS", {})
+    module = spec.env_class().extras.module("agents")
+    extra: dict[str, Any] = {k: v for k, v in getattr(module, "AGENTS", {}).items() if k != "heuristic"}
     found = []
     for name, cls in extra.items():
         try:
@@ -123,7 +122,7 @@ def panel(spec: TaskSpec, *, presidio: bool = False) -> list[Policy]:
         if attack.name == "do_nothing" or (attack.secret_only and not secret):
             continue  # do_nothing is noop; the replay wins by design in public mode
         policies.append(Policy(attack.name, "attack", attack.description, _from_attack(attack.build)))
-    degraded: tuple[Policy, ...] = importlib.import_module(f"integrity_gym.agents.redteam.{env_name}").DEGRADED
+    degraded: tuple[Policy, ...] = getattr(spec.env_class().extras.module("redteam"), "DEGRADED", ())
     policies.extend(degraded)
     seen: set[str] = set()
     return [p for p in policies if not (p.name in seen or seen.add(p.name))]  # type: ignore[func-returns-value]

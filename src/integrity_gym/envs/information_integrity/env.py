@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, ValidationError
 
 from integrity_gym.core.env import Env, describe_validation_error, validate_config
+from integrity_gym.core.extras import EnvExtras
 from integrity_gym.core.seeding import Partition, stable_id
 from integrity_gym.core.types import Grade, StepResult, WireModel
 from integrity_gym.envs.information_integrity import explain as explain_mod
@@ -103,6 +104,14 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
     """
 
     env_name = "information_integrity"
+    extras = EnvExtras(
+        agents="integrity_gym.agents.heuristic.information_integrity",
+        prompt="integrity_gym.agents.prompts.information_integrity",
+        redteam="integrity_gym.agents.redteam.information_integrity",
+        learned="integrity_gym.agents.redteam.learned.information_integrity",
+        view="view.js",
+        profiles={"seed000": "integrity_gym.envs.information_integrity.seed000"},
+    )
     #: Its observation names no scenario (no id, seed or episode id) and step info carries rewards only.
     ITEM_FIELDS = ()
     local_only_options = frozenset({"scenario_file"})

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from integrity_gym.core.env import Env, InvalidActionError, validate_config
+from integrity_gym.core.extras import EnvExtras
 from integrity_gym.core.seeding import PartitionChoice, partition_of, stable_id
 from integrity_gym.core.spans import SpanUnion, StaticCoverage, iou
 from integrity_gym.core.types import Grade, StepResult, WireModel
@@ -86,6 +87,14 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
     """
 
     env_name = "pii_redaction"
+    extras = EnvExtras(
+        agents="integrity_gym.agents.heuristic.pii_redaction",
+        prompt="integrity_gym.agents.prompts.pii_redaction",
+        redteam="integrity_gym.agents.redteam.pii_redaction",
+        learned="integrity_gym.agents.redteam.learned.pii_redaction",
+        view="view.js",
+        profiles={"seed001": "integrity_gym.envs.pii_redaction.seed001"},
+    )
     #: Its observation names no document (no id, no seed) and step info carries rewards only.
     ITEM_FIELDS = ()
     action_type = RedactionAction

@@ -15,6 +15,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from integrity_gym.core.env import Env, InvalidActionError, validate_config
+from integrity_gym.core.extras import EnvExtras
 from integrity_gym.core.registry import TaskSpec
 from integrity_gym.core.seeding import PartitionChoice, stable_id
 from integrity_gym.core.types import Grade, StepResult
@@ -178,6 +179,16 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
     """Judge one claim about a picture or passage with a verdict and a calibrated confidence."""
 
     env_name = "selective_verification"
+    extras = EnvExtras(
+        agents="integrity_gym.agents.heuristic.selective_verification",
+        prompt="integrity_gym.agents.prompts.selective_verification",
+        redteam="integrity_gym.agents.redteam.selective_verification",
+        learned="integrity_gym.agents.redteam.learned.selective_verification",
+        view="view.js",
+        # Stated confidence, coverage and correctness rise when an agent answers everything at
+        # confidence 1, which the proper grade punishes: they are not scores.
+        not_dimensions=("confidence", "answered", "correct", "coverage"),
+    )
     #: Sealed servers blank the item id (a scenario_id that reopens the item) and the per-trace
     #: indicators that say whether the answer was right.
     ITEM_FIELDS = ("item_id", "info.trace_metrics.correct", "info.trace_metrics.brier_sum")

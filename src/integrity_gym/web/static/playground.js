@@ -1,7 +1,7 @@
 // The playground: one episode at a time over the server's HTTP API (/<env>/reset, /<env>/step,
 // /<env>/grade/{id}, DELETE /<env>/session/{id}), exactly what any client may call. Every URL is
 // relative to this page (…/web/), so the page works behind a path prefix and under --root.
-import { el, enumOf, gradeCard, renderObservation, returnCurve, signed, stepLine } from "./render.js";
+import { el, enumOf, gradeCard, loadView, renderObservation, returnCurve, signed, stepLine } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
 const api = (path) => new URL(`../${path}`, window.location.href).toString();
@@ -92,6 +92,7 @@ async function start(event) {
   try {
     await closeSession();
     if (!state.schemas[spec.env]) state.schemas[spec.env] = (await call(api(`${spec.env}/schema`))).action;
+    await loadView(spec.env);
     const reply = await call(api(`${spec.env}/reset`), { method: "POST", body: JSON.stringify({ task: spec.id, seed }) });
     const schema = state.schemas[spec.env];
     Object.assign(state, {

@@ -1,6 +1,6 @@
 // The run viewer: the episodes of one or two runs, filters, and a step-by-step trajectory. With two
 // runs, an episode is the same (task, seed, epoch) in both, shown side by side.
-import { el, fmt, gradeCard, renderObservation, returnCurve, signed, stepLine } from "./render.js";
+import { el, fmt, gradeCard, loadView, renderObservation, returnCurve, signed, stepLine } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
 const MAX_ROWS = 500;
@@ -115,6 +115,7 @@ async function openRow(row) {
       if (!x.ok) throw new Error(`episode ${n} of run ${r}: ${x.status}`);
       return x.json();
     }))));
+    await Promise.all(state.records.map((rec) => rec && loadView(rec.env)));
   } catch (error) {
     $("banner").textContent = error.message;
     $("banner").hidden = false;

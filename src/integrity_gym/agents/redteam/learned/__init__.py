@@ -16,14 +16,13 @@ them under the bar in ``make test``.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 from integrity_gym.agents.redteam.base import Attack
-from integrity_gym.core.registry import TaskSpec
+from integrity_gym.core.registry import TaskSpec, env_extras
 
 __all__ = ["TRAIN_EPISODES", "Learned", "Overlap", "as_attack", "learned_for", "overlap_for", "train_episodes_for"]
 
@@ -71,12 +70,8 @@ class Overlap:
 
 
 def _module(env: str) -> ModuleType | None:
-    try:
-        return importlib.import_module(f"integrity_gym.agents.redteam.learned.{env}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"integrity_gym.agents.redteam.learned.{env}":
-            return None
-        raise
+    """The learned-attack module environment ``env`` declares (``EnvExtras.learned``), if any."""
+    return env_extras(env).module("learned")
 
 
 def learned_for(env: str) -> tuple[Learned, ...]:

@@ -1,0 +1,51 @@
+"""The ``igym`` command line.
+
+``root`` holds the Typer app and what every command shares; each command lives with its kin
+(``tasks``, ``benchmarking``, ``results``, ``redteaming``, ``serving``, ``training``) and is
+registered here, in the order ``igym --help`` lists them.
+"""
+
+from __future__ import annotations
+
+from integrity_gym.cli.benchmarking import bench
+from integrity_gym.cli.redteaming import redteam
+from integrity_gym.cli.results import report, runs, view
+from integrity_gym.cli.root import app, console
+from integrity_gym.cli.serving import serve
+from integrity_gym.cli.tasks import HELP_WORDS, PLAY_KEYS, QUIT_WORDS, collect, list_command, play
+from integrity_gym.cli.training import train
+
+__all__ = [
+    "HELP_WORDS",
+    "PLAY_KEYS",
+    "QUIT_WORDS",
+    "app",
+    "bench",
+    "collect",
+    "console",
+    "list_command",
+    "main",
+    "play",
+    "redteam",
+    "report",
+    "runs",
+    "serve",
+    "train",
+    "view",
+]
+
+app.command("list")(list_command)
+app.command()(play)
+app.command()(bench)
+app.command()(report)
+app.command()(redteam)
+app.command()(runs)
+app.command()(collect)
+app.command()(serve)
+app.command()(view)
+app.command()(train)
+
+
+def main() -> None:
+    """Entry point for ``python -m integrity_gym``."""
+    app()
