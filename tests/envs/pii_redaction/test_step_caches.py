@@ -29,6 +29,11 @@ def _check(env: PiiRedactionEnv, visible_text: str) -> None:
     assert env._missed_in_window() == _fresh_missed(env)
     fresh = window.visible_text(env.document.text, env._cursor, env.config.window_size, env._union)
     assert visible_text == fresh
+    # The observation is built unvalidated (a validated list of every span cost each step linear time):
+    # it must still be exactly what validation would give, and hold its own copy of the spans.
+    obs = env.observation()
+    assert type(obs).model_validate(obs.model_dump()) == obs
+    assert obs.redacted_spans == env._spans and obs.redacted_spans is not env._spans
 
 
 def _action(env: PiiRedactionEnv, rng: random.Random) -> object:
