@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import inspect
 import json
+import math
 import typing
 from typing import Any
 
@@ -142,8 +143,9 @@ def _add_info_routes(app: APIRouter, service: EnvService) -> None:
         responses=BODY_ERRORS,
         operation_id=f"{name}_mcp",
     )
-    async def mcp(request: Request) -> JSONResponse:
-        return JSONResponse(_mcp_reply(await request.body()))
+    async def mcp(request: Request) -> Response:
+        # Written with ASCII escapes: a method name echoed back may hold a lone surrogate.
+        return _json(json.dumps(_mcp_reply(await request.body())))
 
 
 def _add_reset(app: APIRouter, service: EnvService) -> None:
@@ -432,6 +434,8 @@ def _mcp_reply(body: bytes) -> dict[str, Any]:
     def error(code: int, message: str, request_id: Any = None) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
+    if json_too_deep(body):
+        return error(-32700, f"parse error: {too_deep_message('body')}")
     try:
         request = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -439,6 +443,9 @@ def _mcp_reply(body: bytes) -> dict[str, Any]:
     if not isinstance(request, dict) or request.get("jsonrpc") != "2.0" or not isinstance(request.get("method"), str):
         return error(-32600, "invalid request: send a JSON-RPC 2.0 object with 'method'")
     request_id = request.get("id")
+    number = isinstance(request_id, int | float) and not isinstance(request_id, bool)
+    if not (request_id is None or isinstance(request_id, str) or (number and math.isfinite(request_id))):
+        return error(-32600, "invalid request: 'id' must be a string, a finite number or null")
     if request["method"] == "tools/list":
         return {"jsonrpc": "2.0", "id": request_id, "result": {"tools": []}}
     return error(

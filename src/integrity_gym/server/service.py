@@ -332,10 +332,11 @@ class EnvService:
         """
         profile = self.profile
         recorded: dict[str, Any] = {}
-        if profile is not None:
-            action, recorded = profile.action(action, session.env)
+        # Before the dialect too: seed000's reads a JSON-string action.
         if isinstance(action, str) and json_too_deep(action):
             raise ApiError(422, "VALIDATION_ERROR", too_deep_message(where))
+        if profile is not None:
+            action, recorded = profile.action(action, session.env)
         result = session.env.step(action)
         if profile is None and not self.sealed:
             return Shown(result.observation, result.reward, result.done, result.info, False)
