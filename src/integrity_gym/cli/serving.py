@@ -19,6 +19,12 @@ def serve(
     max_sessions: Annotated[int, typer.Option(min=1, help="Most sessions open at once.")] = 1024,
     session_ttl: Annotated[float, typer.Option(min=0.01, help="Idle seconds before a session is reaped.")] = 600.0,
     tasks: Annotated[str, typer.Option(help="Glob over task ids to serve.")] = "*",
+    extra_tasks: Annotated[
+        str | None, typer.Option(help="Comma-separated 'module:ATTR' of unregistered TaskSpecs to serve too.")
+    ] = None,
+    step_threads: Annotated[
+        int, typer.Option(min=1, help="Worker threads for the resets and steps of blocking environments.")
+    ] = 1024,
     corpus: Annotated[
         Path | None, typer.Option(help="Folder of *.jsonl documents that POST /information_integrity/collect searches.")
     ] = None,
@@ -61,6 +67,8 @@ def serve(
             max_sessions=max_sessions,
             session_ttl_s=session_ttl,
             tasks=tasks,
+            extra_tasks=tuple(p.strip() for p in (extra_tasks or "").split(",") if p.strip()),
+            step_threads=step_threads,
             admin_token=admin_token_from_env(),
             root=root,
             profile=profile,

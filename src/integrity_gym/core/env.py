@@ -97,6 +97,10 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
     #: What the environment adds to the generic tools (its agents, prompt, red team, page view, seed
     #: dialects): the one place those tools look. The default adds nothing.
     extras: ClassVar[EnvExtras] = EnvExtras()
+    #: True when a reset or step may wait (a tool call, a sandbox, a judge, a sleep): the server then
+    #: runs them in worker threads, so a waiting session never holds up the others. A server also
+    #: treats an environment as blocking once one of its calls has taken ``BLOCKING_AFTER_S``.
+    blocking: ClassVar[bool] = False
     action_type: ClassVar[type[BaseModel]]
     #: The configuration model the default ``_configure`` validates into ``self.config`` (None: none taken).
     config_type: ClassVar[type[BaseModel] | None] = None

@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--extra-tasks", default=None, help="Comma-separated 'module:ATTR' of unregistered TaskSpecs to serve too."
     )
+    parser.add_argument(
+        "--step-threads", type=int, default=None, help="Threads for blocking environments' steps (default 1024)."
+    )
     parser.add_argument("--root", default=None, help="Also serve this environment at /.")
     parser.add_argument("--profile", default=None, help="seed001 or seed000: a seed client's dialect at /.")
     parser.add_argument(
@@ -43,6 +46,7 @@ def main(argv: list[str] | None = None) -> None:
         for k, v in {
             "sessions": args.sessions,
             "max_sessions": args.max_sessions,
+            "step_threads": args.step_threads,
             "session_ttl_s": args.session_ttl,
             "tasks": args.tasks,
             "root": args.root,

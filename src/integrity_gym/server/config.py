@@ -24,6 +24,7 @@ ENV_NAMES: dict[str, str] = {
     "session_ttl_s": "IGYM_SESSION_TTL",
     "reap_interval_s": "IGYM_REAP_INTERVAL",
     "max_body_bytes": "IGYM_MAX_BODY_BYTES",
+    "step_threads": "IGYM_STEP_THREADS",
     "admin_token": "IGYM_ADMIN_TOKEN",
     "tasks": "IGYM_TASKS",
     "extra_tasks": "IGYM_EXTRA_TASKS",
@@ -54,6 +55,12 @@ class ServerConfig(BaseModel):
     )
     max_body_bytes: int = Field(
         default=1 << 20, ge=1024, description="Largest HTTP request body or WebSocket message accepted."
+    )
+    step_threads: int = Field(
+        default=1024,
+        ge=1,
+        description="Worker threads that run the resets and steps of blocking environments (Env.blocking), "
+        "so that a session that waits holds up no other; fast environments step on the event loop.",
     )
     admin_token: str | None = Field(
         default=None, description="Token that unlocks full state (ground truth); None disables it."

@@ -11,13 +11,18 @@ serializes the ``Shown`` it gets back. ``app.py`` composes the application; noth
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
+import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, TypeVar
 
+import anyio.to_thread
+from anyio import CapacityLimiter
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, create_model
 
 import integrity_gym
@@ -41,6 +46,13 @@ from integrity_gym.server.sessions import (
 )
 
 AnyEnv = Env[Any, Any, Any]
+T = TypeVar("T")
+
+log = logging.getLogger("integrity_gym.server")
+
+#: Seconds a reset or step of an environment not declared blocking may hold the event loop before
+#: the server takes the environment for a blocking one and runs its calls off the loop from then on.
+BLOCKING_AFTER_S = 0.2
 
 
 class ResetRequest(BaseModel):
@@ -112,6 +124,43 @@ class EnvService:
     finished: dict[str, str] = field(default_factory=dict)
     #: The sealed evaluations of this server (``evaluations/``); None unless sealed.
     evaluations: Any = None
+
+    #: Whether this environment's resets and steps run in worker threads: declared (``Env.blocking``)
+    #: or found (``timed``). Set once, never unset.
+    off_loop: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        self.off_loop = self.env_class.blocking
+
+    @cached_property
+    def _threads(self) -> CapacityLimiter:
+        return CapacityLimiter(self.config.step_threads)
+
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)``: in a worker thread for a blocking environment, else inline and timed.
+
+        An inline call that holds the event loop ``BLOCKING_AFTER_S`` or more makes the environment
+        a blocking one for the rest of this process (logged once).
+        """
+        if self.off_loop:
+            return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=self._threads)
+        started = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.timed(time.perf_counter() - started)
+
+    def timed(self, elapsed: float) -> None:
+        """Note that an inline call took ``elapsed`` seconds (see ``call``)."""
+        if elapsed >= BLOCKING_AFTER_S and not self.off_loop:
+            self.off_loop = True
+            log.warning(
+                "%s: a call took %.2f s on the event loop; its resets and steps now run in worker threads "
+                "(declare %s.blocking = True to start so)",
+                self.name,
+                elapsed,
+                self.env_class.__name__,
+            )
 
     @property
     def sealed(self) -> bool:
@@ -257,7 +306,7 @@ class EnvService:
         try:
             await self.store.ensure_room()
             env = self.build(spec)
-            obs = start(env)
+            obs = await self.call(start, env)
             session = await self.store.open(self.name, env, kind="http", handle=handle)
         except CapacityError as exc:
             if env is not None:
@@ -303,7 +352,7 @@ class EnvService:
         claim = await evaluations.claim(self, request)
         try:
             env = self.build(claim.spec)
-            obs = env.reset(seed=claim.seed)
+            obs = await self.call(env.reset, seed=claim.seed)
         except BaseException:
             await evaluations.unclaim(claim)
             raise
@@ -346,7 +395,7 @@ class EnvService:
 
     async def step_recorded(self, session: Session, action: Any, *, where: str = "data") -> Shown:
         """``step``, recording the result of a sealed episode that ends with it."""
-        shown = self.step(session, action, where=where)
+        shown = await self.call(self.step, session, action, where=where)
         if shown.done and self.sealed and session.handle is not None:
             await self.evaluations.finished(session.handle, session.env)
         return shown

@@ -35,6 +35,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qsl
@@ -225,11 +226,14 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
         if error is not None:
             return error
         session.busy += 1
+        started = time.perf_counter()
         try:
             return _handle(text, session, service, admin, peer)
         finally:
             session.busy -= 1
             session.touch()
+            if not service.off_loop:
+                service.timed(time.perf_counter() - started)
 
     async def answer_sealed(text: str) -> str | None:
         """The reply to one text message on a sealed server; ``None`` ends the connection."""
@@ -248,7 +252,8 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
     # every message under any other server arrives below. A sealed server's messages await the
     # store, so they all arrive below.
     if direct is not None and not sealed:
-        direct["handler"] = lambda text: None if session.closed else answer(text)
+        # A blocking environment's messages are answered below, in a worker thread.
+        direct["handler"] = lambda text: None if session.closed or service.off_loop else answer(text)
     try:
         while not session.closed:
             message = await receive()
@@ -258,7 +263,7 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
             if text is None:
                 reply: str | None = _error("INVALID_JSON", "binary message is not UTF-8 JSON")
             else:
-                reply = await answer_sealed(text) if sealed else answer(text)
+                reply = await answer_sealed(text) if sealed else await _answer_plain(service, answer, text)
             if reply is None:
                 break
             await send(_text(reply))
@@ -280,6 +285,11 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
                 await service.evaluations.left(session.handle, session.env)
         await service.store.release(session)
         await socket.close(1000)
+
+
+async def _answer_plain(service: EnvService, answer: Callable[[str], str | None], text: str) -> str | None:
+    """``answer(text)``: in a worker thread once the environment is blocking, else here."""
+    return await service.call(answer, text) if service.off_loop else answer(text)
 
 
 def _is_admin_connection(scope: Scope, service: EnvService) -> bool:
