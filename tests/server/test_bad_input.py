@@ -22,6 +22,7 @@ from tests.server.servers import ADMIN_TOKEN
 
 CAPACITY = 3
 ADMIN = {"authorization": f"Bearer {ADMIN_TOKEN}"}
+JSON = {"content-type": "application/json"}
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +97,7 @@ def test_deep_json_is_refused_before_parsing(client: TestClient, env_name: str) 
 
 def test_a_body_that_is_not_utf8_is_a_422_naming_the_body(client: TestClient) -> None:
     for route in ("reset", "step", "mcp"):
-        reply = client.post(f"/minimal/{route}", content=b'{"seed": "\xff\xfe"}')
+        reply = client.post(f"/minimal/{route}", content=b'{"seed": "\xff\xfe"}', headers=JSON)
         body = check(reply, 422, "VALIDATION_ERROR", "UTF-8")
         assert body["errors"][0]["loc"] == ["body"]
 

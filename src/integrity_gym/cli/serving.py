@@ -22,6 +22,13 @@ def serve(
     extra_tasks: Annotated[
         str | None, typer.Option(help="Comma-separated 'module:ATTR' of unregistered TaskSpecs to serve too.")
     ] = None,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(help="A web origin (scheme://host:port) whose pages may use this server (WebSocket, CORS)."),
+    ] = None,
+    lenient_content_type: Annotated[
+        bool, typer.Option(help="Read /reset and /step bodies as JSON whatever their Content-Type.")
+    ] = False,
     step_threads: Annotated[
         int, typer.Option(min=1, help="Worker threads for the resets and steps of blocking environments.")
     ] = 1024,
@@ -69,6 +76,8 @@ def serve(
             tasks=tasks,
             extra_tasks=tuple(p.strip() for p in (extra_tasks or "").split(",") if p.strip()),
             step_threads=step_threads,
+            allowed_origins=tuple(allow_origin or ()),
+            lenient_content_type=lenient_content_type,
             admin_token=admin_token_from_env(),
             root=root,
             profile=profile,

@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--step-threads", type=int, default=None, help="Threads for blocking environments' steps (default 1024)."
     )
+    parser.add_argument("--allow-origin", action="append", default=None, help="A web origin allowed (repeatable).")
+    parser.add_argument("--lenient-content-type", action="store_true", default=None, help="Any body type as JSON.")
     parser.add_argument("--root", default=None, help="Also serve this environment at /.")
     parser.add_argument("--profile", default=None, help="seed001 or seed000: a seed client's dialect at /.")
     parser.add_argument(
@@ -47,6 +49,8 @@ def main(argv: list[str] | None = None) -> None:
             "sessions": args.sessions,
             "max_sessions": args.max_sessions,
             "step_threads": args.step_threads,
+            "allowed_origins": tuple(args.allow_origin) if args.allow_origin else None,
+            "lenient_content_type": args.lenient_content_type,
             "session_ttl_s": args.session_ttl,
             "tasks": args.tasks,
             "root": args.root,

@@ -24,6 +24,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.middleware.cors import CORSMiddleware
 
 import integrity_gym
 from integrity_gym.core.registry import TaskSpec
@@ -157,6 +158,9 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
 
     app.add_middleware(SwallowHandledErrors)
     app.add_middleware(BodyLimitMiddleware, max_bytes=config.max_body_bytes)
+    if config.allowed_origins:  # CORS only when configured: no other site's page reads a reply otherwise
+        app.add_middleware(CORSMiddleware, allow_origins=list(config.allowed_origins), allow_methods=["*"],
+                           allow_headers=["*"])  # fmt: skip
     if root is not None:
         # Outermost: the path is rewritten before anything else (a sealed server's /evaluations stays).
         app.add_middleware(RootMount, env=root, keep=("/evaluations",) if config.sealed else ())

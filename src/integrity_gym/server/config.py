@@ -25,6 +25,8 @@ ENV_NAMES: dict[str, str] = {
     "reap_interval_s": "IGYM_REAP_INTERVAL",
     "max_body_bytes": "IGYM_MAX_BODY_BYTES",
     "step_threads": "IGYM_STEP_THREADS",
+    "allowed_origins": "IGYM_ALLOWED_ORIGINS",
+    "lenient_content_type": "IGYM_LENIENT_CONTENT_TYPE",
     "admin_token": "IGYM_ADMIN_TOKEN",
     "tasks": "IGYM_TASKS",
     "extra_tasks": "IGYM_EXTRA_TASKS",
@@ -62,6 +64,16 @@ class ServerConfig(BaseModel):
         description="Worker threads that run the resets and steps of blocking environments (Env.blocking), "
         "so that a session that waits holds up no other; fast environments step on the event loop.",
     )
+    allowed_origins: tuple[str, ...] = Field(
+        default=(),
+        description="Web origins (scheme://host:port) allowed to open WebSockets and to call the API from a "
+        "browser (CORS); none by default: only this server's own pages and non-browser clients.",
+    )
+    lenient_content_type: bool = Field(
+        default=False,
+        description="Read /reset and /step bodies as JSON whatever their Content-Type (as seed clients send "
+        "them); on by default under a profile. Off, a body must say application/json.",
+    )
     admin_token: str | None = Field(
         default=None, description="Token that unlocks full state (ground truth); None disables it."
     )
@@ -97,6 +109,11 @@ class ServerConfig(BaseModel):
         if value is not None and value not in known:
             raise ValueError(f"unknown profile {value!r}; the environments speak: {', '.join(sorted(known)) or 'none'}")
         return value
+
+    @property
+    def strict_content_type(self) -> bool:
+        """Whether /reset and /step read only bodies declared JSON (not under a profile or when lenient)."""
+        return not (self.lenient_content_type or self.profile)
 
     def root_env(self) -> str | None:
         """The environment served at '/', from ``root`` or the profile; ``ValueError`` if they disagree."""
@@ -144,8 +161,9 @@ class ServerConfig(BaseModel):
         """
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {key: env[name] for key, name in ENV_NAMES.items() if env.get(name)}
-        if "extra_tasks" in values:
-            values["extra_tasks"] = tuple(p.strip() for p in values["extra_tasks"].split(",") if p.strip())
+        for listed in ("extra_tasks", "allowed_origins"):
+            if listed in values:
+                values[listed] = tuple(p.strip() for p in values[listed].split(",") if p.strip())
         try:
             return cls.model_validate(values)
         except ValidationError as exc:

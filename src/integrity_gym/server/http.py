@@ -42,6 +42,7 @@ from integrity_gym.server.evaluations import SEALED_RESET, SEALED_UNTIL_CLOSED, 
 from integrity_gym.server.fast_routes import RawRoute, documented_as
 from integrity_gym.server.http_docs import (
     BODY_ERRORS,
+    CROSS_SITE_ERRORS,
     GRADE_ERRORS,
     SEALED_UNTIL_CLOSED_ERROR,
     SESSION_ERRORS,
@@ -61,6 +62,7 @@ from integrity_gym.server.security import (
     is_admin,
     json_too_deep,
     presented_token,
+    refuse_cross_site,
     require_admin,
     too_deep_message,
 )
@@ -154,8 +156,12 @@ def _add_reset(app: APIRouter, service: EnvService) -> None:
     obs_type: Any = service.env_class.observation_type
 
     async def reset(request: Request) -> Response:
-        # Any Content-Type (curl -d sends a form type): the body is read as JSON, as /step's is.
+        # Declared JSON (a form or text/plain body is what another site's page can send unasked);
+        # under a profile any Content-Type (curl -d sends a form type), read as JSON as /step's is.
         body = await request.body()
+        config = service.config
+        refuse_cross_site(request.headers, allowed=config.allowed_origins, strict=config.strict_content_type,
+                          has_body=bool(body.strip()))  # fmt: skip
         try:
             data = json.loads(body) if body.strip() else {}
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -197,6 +203,9 @@ def _add_step(app: APIRouter, service: EnvService) -> None:
     obs_type: Any = service.env_class.observation_type
 
     async def step(request: Request) -> Response:
+        config = service.config
+        refuse_cross_site(request.headers, allowed=config.allowed_origins, strict=config.strict_content_type,
+                          has_body=True)  # fmt: skip
         try:
             parsed = StepRequest.model_validate_json(await request.body())
         except ValidationError as exc:
@@ -234,6 +243,7 @@ def _add_step(app: APIRouter, service: EnvService) -> None:
         responses={
             **SESSION_ERRORS,
             **BODY_ERRORS,
+            **CROSS_SITE_ERRORS,
             409: doc("EPISODE_FINISHED, SESSION_BUSY", "The episode has ended, or another request holds it"),
         },
         operation_id=f"{service.name}_step",

@@ -101,9 +101,18 @@ ADMIN_ERRORS: Responses = {
     401: doc("ADMIN_TOKEN_REQUIRED", "No admin token sent"),
     403: doc("ADMIN_TOKEN_INVALID, ADMIN_DISABLED", "Wrong token, or no token configured"),
 }
+#: The refusals of what another site's page could send (``security.refuse_cross_site``).
+CROSS_SITE_ERRORS: Responses = {
+    403: doc("CROSS_SITE_REFUSED", "Sent by another site's page (its Origin); --allow-origin allows one"),
+    415: doc("UNSUPPORTED_MEDIA_TYPE", "A body not declared application/json (any type under a profile)"),
+}
 #: What a sealed server adds to the documents of its routes.
 SEALED_RESET_ERRORS: Responses = {
-    403: doc("SEALED", "A reset without a handle, or naming an item beside it: episodes come from POST /evaluations"),
+    403: doc(
+        "SEALED, CROSS_SITE_REFUSED",
+        "A reset without a handle, or naming an item beside it (episodes come from POST /evaluations), "
+        "or sent by another site's page",
+    ),
     404: doc("HANDLE_NOT_FOUND", "Unknown or expired handle"),
     409: doc("HANDLE_USED, EVALUATION_CLOSED", "The handle was started already, or its evaluation is closed"),
 }
@@ -128,6 +137,7 @@ def reset_responses(name: str, sealed: bool) -> Responses:
     return {
         200: {"description": "The new session and its first observation.", "links": links},
         **BODY_ERRORS,
+        **CROSS_SITE_ERRORS,
         503: doc("CAPACITY_REACHED, SESSION_STORE_UNAVAILABLE", "At capacity, or the session store is down"),
         **(SEALED_RESET_ERRORS if sealed else {}),
     }

@@ -17,6 +17,7 @@ import re
 import secrets
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 from fastapi import FastAPI, Request
@@ -160,6 +161,51 @@ def require_admin(expected: str | None, presented: str | None) -> None:
         )
     if not is_admin(expected, presented):
         raise ApiError(403, "ADMIN_TOKEN_INVALID", "the admin token is wrong")
+
+
+def cross_site_origin(headers: Mapping[str, str], allowed: tuple[str, ...] = ()) -> str | None:
+    """The ``Origin`` of a browser's request from another site that ``allowed`` does not list, else None.
+
+    Browsers send ``Origin`` on every WebSocket handshake and cross-site POST; other clients send
+    none. A page of this server (the playground) has the origin of the ``Host`` it was served from.
+    """
+    origin = headers.get("origin")
+    if origin is None or origin in allowed:
+        return None
+    netloc = urlsplit(origin).netloc if "://" in origin else None
+    return None if netloc and netloc == headers.get("host") else origin
+
+
+def cross_site_message(origin: str) -> str:
+    """Why a request from ``origin`` is refused, and how to allow it."""
+    return (
+        f"a request from the web page at {origin!r} is refused: another site may not open or play sessions "
+        "here (start the server with --allow-origin ORIGIN to allow one)"
+    )
+
+
+def refuse_cross_site(headers: Mapping[str, str], *, allowed: tuple[str, ...], strict: bool, has_body: bool) -> None:
+    """Refuse what another site's page could send: 403 for its ``Origin``, 415 for a body not declared JSON.
+
+    The type is checked when ``strict``. A browser sends a form or ``text/plain`` body to another
+    site without asking it first (a JSON body only after a CORS preflight this server does not
+    grant), and names the page's origin in ``Origin``; curl and the clients send no ``Origin``, and
+    an empty body needs no type.
+    """
+    origin = cross_site_origin(headers, allowed)
+    if origin is not None:
+        raise ApiError(403, "CROSS_SITE_REFUSED", cross_site_message(origin))
+    if not (strict and has_body):
+        return
+    kind = headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json" and not kind.endswith("+json"):
+        shown = kind or "none"
+        raise ApiError(
+            415,
+            "UNSUPPORTED_MEDIA_TYPE",
+            f"send the body as JSON with Content-Type: application/json (got {shown}); a server started with "
+            "--profile (the seed clients) or --lenient-content-type also reads other types as JSON",
+        )
 
 
 def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:

@@ -51,6 +51,8 @@ from integrity_gym.server.direct_ws import DIRECT_EXTENSION, Direct, DirectWebSo
 from integrity_gym.server.evaluations import SEALED_UNTIL_CLOSED
 from integrity_gym.server.security import (
     ApiError,
+    cross_site_message,
+    cross_site_origin,
     describe_errors,
     is_admin,
     json_safe_errors,
@@ -208,6 +210,12 @@ def _refused(text: str, limit: int) -> str | None:
 
 async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService) -> None:
     if (await receive())["type"] != "websocket.connect":
+        return
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+    origin = cross_site_origin(headers, service.config.allowed_origins)
+    if origin is not None:  # a page of another site: refused before the handshake completes (HTTP 403)
+        log.warning("websocket refused: %s", cross_site_message(origin))
+        await send({"type": "websocket.close", "code": 1008, "reason": "cross-site origin refused"})
         return
     await send({"type": "websocket.accept"})
     admin = _is_admin_connection(scope, service)
