@@ -105,8 +105,10 @@ class ServerConfig(BaseModel):
     @field_validator("profile")
     @classmethod
     def _known_profile(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
         known = profiles()
-        if value is not None and value not in known:
+        if value not in known:
             raise ValueError(f"unknown profile {value!r}; the environments speak: {', '.join(sorted(known)) or 'none'}")
         return value
 
