@@ -144,14 +144,19 @@ class EnvService:
         """
         if self.off_loop:
             return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=self._threads)
+        return self.inline(fn, *args, **kwargs)
+
+    def inline(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` in this thread, timed while the environment is not known to block (see ``call``)."""
+        if self.off_loop:
+            return fn(*args, **kwargs)
         started = time.perf_counter()
         try:
             return fn(*args, **kwargs)
         finally:
-            self.timed(time.perf_counter() - started)
+            self._timed(time.perf_counter() - started)
 
-    def timed(self, elapsed: float) -> None:
-        """Note that an inline call took ``elapsed`` seconds (see ``call``)."""
+    def _timed(self, elapsed: float) -> None:
         if elapsed >= BLOCKING_AFTER_S and not self.off_loop:
             self.off_loop = True
             log.warning(

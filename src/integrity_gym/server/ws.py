@@ -35,7 +35,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qsl
@@ -234,14 +233,11 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
         if error is not None:
             return error
         session.busy += 1
-        started = time.perf_counter()
         try:
-            return _handle(text, session, service, admin, peer)
+            return service.inline(_handle, text, session, service, admin, peer)
         finally:
             session.busy -= 1
             session.touch()
-            if not service.off_loop:
-                service.timed(time.perf_counter() - started)
 
     async def answer_sealed(text: str) -> str | None:
         """The reply to one text message on a sealed server; ``None`` ends the connection."""
