@@ -217,7 +217,7 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
         await send({"type": "websocket.close", "code": 1008, "reason": "cross-site origin refused"})
         return
     await send({"type": "websocket.accept"})
-    admin = _is_admin_connection(scope, service)
+    admin = _is_admin_connection(scope, headers, service)
     peer = str((scope.get("client") or ("-",))[0])
     direct: Direct | None = scope.get("extensions", {}).get(DIRECT_EXTENSION)
     socket = _Socket(send, direct)
@@ -296,8 +296,7 @@ async def _answer_plain(service: EnvService, answer: Callable[[str], str | None]
     return await service.call(answer, text) if service.off_loop else answer(text)
 
 
-def _is_admin_connection(scope: Scope, service: EnvService) -> bool:
-    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+def _is_admin_connection(scope: Scope, headers: dict[str, str], service: EnvService) -> bool:
     query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
     return is_admin(service.config.admin_token, presented_token(headers, query))
 
