@@ -12,20 +12,11 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType, ModuleType
+from types import ModuleType
 from typing import Any, Literal
 
-#: The kinds of module an environment may name, with what each must define.
+#: The kinds of module an environment may name (each field of ``EnvExtras`` says what it must define).
 ModuleKind = Literal["agents", "prompt", "redteam", "learned"]
-
-MODULE_CONTENTS: Mapping[ModuleKind, str] = MappingProxyType(
-    {
-        "agents": "AGENTS: {name: agent class} (``heuristic`` is `--agent heuristic`)",
-        "prompt": "make_adapter(spec) -> PromptAdapter, and PREFILL: the reply's start in training (or None)",
-        "redteam": "ATTACKS, BAR and DEGRADED (agents/redteam/)",
-        "learned": "the learned attacks' ATTACKS (agents/redteam/learned/)",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -47,11 +38,12 @@ class EnvExtras:
 
     #: Module of the environment's own agents (``AGENTS``), ``heuristic`` among them.
     agents: str | None = None
-    #: Module of the LLM prompt adapter and its training prefill.
+    #: Module of the LLM prompt adapter (``make_adapter(spec)``) and its training prefill (``PREFILL``).
     prompt: str | None = None
-    #: Module of the red team's attacks on the environment and the bar they must stay under.
+    #: Module of the red team's attacks on the environment and the bar they must stay under
+    #: (``ATTACKS``, ``BAR``, ``DEGRADED``).
     redteam: str | None = None
-    #: Module of the learned attacks (models fitted on the train partition).
+    #: Module of the learned attacks (``LEARNED``: models fitted on the train partition).
     learned: str | None = None
     #: A JavaScript file beside the environment's module (``view.js``) that draws its observation in
     #: the playground and viewer; without it the observation is shown as a JSON tree.
