@@ -40,10 +40,6 @@ class RootMount:
         await self.app(scope, receive, send)
 
 
-#: A seed client's dialect (``EnvExtras.profiles`` of the environment that speaks it).
-Profile = Dialect
-
-
 def profiles() -> dict[str, tuple[str, Dialect]]:
     """Every seed client's dialect the registered environments declare: name -> (env, dialect)."""
     found: dict[str, tuple[str, Dialect]] = {}

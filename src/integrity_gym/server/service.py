@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, create_
 
 import integrity_gym
 from integrity_gym.core.env import Env
+from integrity_gym.core.extras import Dialect
 from integrity_gym.core.registry import TaskSpec
-from integrity_gym.server.compat import Profile
 from integrity_gym.server.config import ServerConfig
 from integrity_gym.server.evaluations import (
     refuse_handle,
@@ -118,7 +118,7 @@ class EnvService:
     config: ServerConfig
     holder: StoreHolder
     #: The seed client's dialect this environment speaks, if any (``compat.py``).
-    profile: Profile | None = None
+    profile: Dialect | None = None
     #: Grade (JSON) of the last episode each client address finished, under a profile: the seed
     #: client asks ``POST /grade`` without naming its session. Bounded; oldest dropped first.
     finished: dict[str, str] = field(default_factory=dict)
