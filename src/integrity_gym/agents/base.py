@@ -53,7 +53,7 @@ def make_agent(name: str, env: Env[Any, Any, Any], *, seed: int = 0) -> Agent:
         return PresidioAgent(env.spec, seed=seed)
     # The environment's own agents (``EnvExtras.agents``): its heuristic, and any others built like
     # it (e.g. selective_verification's "blind" and "posterior").
-    own: dict[str, Any] = getattr(env.spec.env_class().extras.module("agents"), "AGENTS", {})
+    own = env.spec.env_class().extras.own_agents()
     if name in own:
         built: Agent = own[name](env.spec, seed=seed)
         return built

@@ -54,6 +54,10 @@ class EnvExtras:
     #: defining ``DIALECT``.
     profiles: Mapping[str, str] = field(default_factory=dict)
 
+    def own_agents(self) -> dict[str, Any]:
+        """The environment's own agents by name (its ``agents`` module's ``AGENTS``; none without one)."""
+        return dict(getattr(self.module("agents"), "AGENTS", {}))
+
     def module(self, kind: ModuleKind) -> ModuleType | None:
         """The declared module of ``kind``, imported; None when the environment declares none."""
         name: str | None = getattr(self, kind)

@@ -80,9 +80,8 @@ def _baseline(name: str, description: str) -> Policy:
 
 
 def _extras(spec: TaskSpec) -> list[Policy]:
-    """The environment's own named agents that play ``spec``'s task (``agents.heuristic.<env>.AGENTS``)."""
-    module = spec.env_class().extras.module("agents")
-    extra: dict[str, Any] = {k: v for k, v in getattr(module, "AGENTS", {}).items() if k != "heuristic"}
+    """The environment's own named agents besides its heuristic that play ``spec``'s task (``EnvExtras.agents``)."""
+    extra = {k: v for k, v in spec.env_class().extras.own_agents().items() if k != "heuristic"}
     found = []
     for name, cls in extra.items():
         try:
