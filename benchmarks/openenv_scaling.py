@@ -282,6 +282,8 @@ def igym_plan(args: argparse.Namespace) -> ServerPlan:
     python = Path(args.igym_python)
     igym = python.parent / "igym"
     options = ["--extra-tasks", WAITING_TASKS, "--tasks", "waiting/*", "--root", "waiting"]
+    # Every harness session comes from this one address: the per-client quota and rate are off.
+    options += ["--max-sessions-per-client", "0", "--session-rate", "0"]
     options += ["--host", "127.0.0.1", "--port", str(port), *shlex.split(args.igym_args)]
     if igym_serve_takes_extra_tasks(igym):
         command = [str(igym), "serve", *options]

@@ -13,11 +13,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from integrity_gym.server.minimal import MINIMAL_TASK
-from integrity_gym.server.sessions import CapacityError, RedisStore, SessionBusyError
+from integrity_gym.server.sessions import CapacityError, RedisStore, SessionBusyError, SessionNotFoundError
 from integrity_gym.server.sessions.base import AnyEnv
 from tests.conftest import require_service
 from tests.server.servers import redis_available, running_redis
@@ -167,5 +168,184 @@ def test_a_stopped_store_gives_its_slots_back_and_forgets_its_worker(redis_url: 
             assert not client.sismember(first.worker.workers_key, first.worker.worker_id)
         finally:
             client.close()
+
+    asyncio.run(scenario())
+
+
+# ---------------------------------------------------------------------- one use: two Redis calls
+def _add(env: AnyEnv, amount: int = 1) -> None:
+    env.step(env.action_type.model_validate({"kind": "ADD", "amount": amount}))
+
+
+def test_a_save_after_the_lock_was_lost_writes_nothing_and_leaves_the_new_holders_lock(redis_url: str) -> None:
+    """The save-and-release script saves only while the lock is still ours. Kills: dropping its token
+    check (a request that stalled past its lease would overwrite the step the new holder stored) and
+    deleting the lock whoever holds it (the new holder would lose its lock mid-step)."""
+    import redis
+
+    async def scenario() -> None:
+        store = RedisStore(redis_url, _factory, max_sessions=CAPACITY, ttl_s=TTL_S)
+        await store.start()
+        client = redis.Redis.from_url(redis_url)
+        try:
+            session = await store.open("minimal", _factory(MINIMAL_TASK.id), kind="http")
+            key, lock = f"igym:s:{session.id}", f"igym:lock:{session.id}"
+            stored = client.hgetall(key)
+            with pytest.raises(SessionBusyError, match="was not saved"):
+                async with store.use(session.id, "minimal") as used:
+                    _add(used.env, 5)
+                    client.set(lock, "another-request")  # our lease lapsed; another request took it
+            assert client.hgetall(key) == stored
+            assert client.get(lock) == b"another-request"
+            client.delete(lock)
+            async with store.use(session.id, "minimal") as again:  # the unsaved step was forgotten here too
+                assert again.env.state().model_dump()["total"] == 0
+        finally:
+            client.close()
+            await store.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_session_closed_while_in_use_is_not_brought_back_by_its_save(redis_url: str) -> None:
+    """Kills: the save-and-release script writing (or re-indexing) a session that was deleted while a
+    request used it: the closed session would come back, counted against capacity and playable."""
+    import redis
+
+    async def scenario() -> None:
+        store = RedisStore(redis_url, _factory, max_sessions=CAPACITY, ttl_s=TTL_S)
+        other = RedisStore(redis_url, _factory, max_sessions=CAPACITY, ttl_s=TTL_S)
+        await store.start()
+        await other.start()
+        client = redis.Redis.from_url(redis_url)
+        try:
+            for write in (True, False):
+                session = await store.open("minimal", _factory(MINIMAL_TASK.id), kind="http")
+                async with store.use(session.id, "minimal", write=write) as used:
+                    _add(used.env)
+                    assert await other.close(session.id, "minimal")  # another process's DELETE
+                assert not client.exists(f"igym:s:{session.id}"), write
+                assert client.zscore("igym:sessions", session.id) is None, write
+                assert not client.exists(f"igym:lock:{session.id}"), write
+                with pytest.raises(SessionNotFoundError):
+                    async with store.use(session.id, "minimal"):
+                        pass
+        finally:
+            client.close()
+            await other.stop()
+            await store.stop()
+
+    asyncio.run(scenario())
+
+
+def test_uses_read_the_state_only_when_stale_and_read_only_uses_store_nothing(redis_url: str) -> None:
+    """Two stores (two processes) on one session. Kills: the take-and-read script reporting the cached
+    copy current when another process moved the episode on (a lost step), and a ``write=False`` use
+    bumping the version or writing the state."""
+    import redis
+
+    async def scenario() -> None:
+        first = RedisStore(redis_url, _factory, max_sessions=CAPACITY, ttl_s=TTL_S)
+        second = RedisStore(redis_url, _factory, max_sessions=CAPACITY, ttl_s=TTL_S)
+        await first.start()
+        await second.start()
+        client = redis.Redis.from_url(redis_url)
+        try:
+            session = await first.open("minimal", _factory(MINIMAL_TASK.id), kind="http")
+            for store in (first, second, first, first, second):
+                async with store.use(session.id, "minimal") as used:
+                    _add(used.env)
+            stored = client.hgetall(f"igym:s:{session.id}")
+            assert int(stored[b"ver"]) == 6
+            for store in (first, second):
+                async with store.use(session.id, "minimal", write=False) as used:
+                    assert used.env.state().model_dump()["total"] == 5
+                    assert used.version == 6
+                    _add(used.env, 10)  # a read-only use's changes are not stored
+            assert client.hgetall(f"igym:s:{session.id}") == stored
+        finally:
+            client.close()
+            await second.stop()
+            await first.stop()
+
+    asyncio.run(scenario())
+
+
+def test_unknown_session_ids_leave_no_local_lock_behind(redis_url: str) -> None:
+    """Kills: ``use`` keeping a local lock for every well-formed id it was asked for that does not exist
+    (a client probing random ids would grow the process's memory without bound)."""
+
+    async def scenario() -> None:
+        store = RedisStore(redis_url, _factory, max_sessions=CAPACITY, ttl_s=TTL_S)
+        await store.start()
+        try:
+            for i in range(50):
+                with pytest.raises(SessionNotFoundError):
+                    async with store.use(f"no-such-session-{i:04d}", "minimal"):
+                        pass
+            assert store._locks == {}
+        finally:
+            await store.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_lease_that_fails_to_take_a_held_key_does_not_stop_the_holders_renewal(redis_url: str) -> None:
+    """Two leases of one process on one key (two requests on one evaluation): the holder's lease must
+    still be renewed while the other polls. Kills: listing held locks by key alone (the poller's
+    failed tries unlisted the holder, whose lock lapsed after one lease and went to the poller)."""
+    import redis
+
+    async def scenario() -> None:
+        store = RedisStore(redis_url, _factory, max_sessions=CAPACITY, ttl_s=TTL_S, lease_s=0.6)
+        await store.start()
+        client = redis.Redis.from_url(redis_url)
+        try:
+            holder = store.worker.lock("igym:elock:e1", wait_s=0)
+            assert await holder.acquire()
+            poller = store.worker.lock("igym:elock:e1", wait_s=2.0, poll_s=0.02)
+            assert not await poller.acquire()  # over three leases of polling
+            assert client.get("igym:elock:e1") == holder.token.encode()
+            await holder.release()
+            assert not client.exists("igym:elock:e1")
+        finally:
+            client.close()
+            await store.stop()
+
+    asyncio.run(scenario())
+
+
+def test_scripts_run_at_once_share_a_pipeline_and_each_gets_its_own_reply(redis_url: str) -> None:
+    """``WorkerLease.run`` batches. Kills: replies handed to the wrong callers, one failing script
+    failing the whole batch, a batch not recovering after Redis lost its scripts (SCRIPT FLUSH, as
+    after a restart), and no batching at all (one pipeline per call)."""
+    import redis
+
+    async def scenario() -> None:
+        store = RedisStore(redis_url, _factory, max_sessions=CAPACITY, ttl_s=TTL_S)
+        await store.start()
+        worker = store.worker
+        echo = store._redis.register_script("if ARGV[1] == 'fail' then error('asked to') end return ARGV[1]")
+        sizes: list[int] = []
+        send = worker._send_batch
+
+        async def counted(batch: list[Any]) -> Exception | None:
+            sizes.append(len(batch))
+            return await send(batch)
+
+        worker._send_batch = counted  # type: ignore[method-assign]
+        client = redis.Redis.from_url(redis_url)
+        try:
+            assert await worker.run(echo, [], ["loaded"]) == b"loaded"  # the first round finds it loaded
+            for _ in range(2):
+                words = [f"w{i}" for i in range(20)] + ["fail"]
+                replies = await asyncio.gather(*(worker.run(echo, [], [w]) for w in words), return_exceptions=True)
+                assert replies[:-1] == [w.encode() for w in words[:-1]]
+                assert isinstance(replies[-1], redis.exceptions.ResponseError)
+                client.script_flush()  # the second round finds no script loaded
+            assert len(sizes) < 8 and max(sizes) > 1, sizes
+        finally:
+            client.close()
+            await store.stop()
 
     asyncio.run(scenario())

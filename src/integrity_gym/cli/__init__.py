@@ -1,14 +1,17 @@
 """The ``igym`` command line.
 
 ``root`` holds the Typer app and what every command shares; each command lives with its kin
-(``tasks``, ``benchmarking``, ``results``, ``redteaming``, ``serving``, ``training``) and is
+(``tasks``, ``benchmarking``, ``rescoring``, ``results``, ``redteaming``, ``serving``,
+``exporting``, ``training``) and is
 registered here, in the order ``igym --help`` lists them.
 """
 
 from __future__ import annotations
 
 from integrity_gym.cli.benchmarking import bench
+from integrity_gym.cli.exporting import export
 from integrity_gym.cli.redteaming import redteam
+from integrity_gym.cli.rescoring import rescore
 from integrity_gym.cli.results import report, runs, view
 from integrity_gym.cli.root import app, console
 from integrity_gym.cli.serving import serve
@@ -23,11 +26,13 @@ __all__ = [
     "bench",
     "collect",
     "console",
+    "export",
     "list_command",
     "main",
     "play",
     "redteam",
     "report",
+    "rescore",
     "runs",
     "serve",
     "train",
@@ -37,12 +42,14 @@ __all__ = [
 app.command("list")(list_command)
 app.command()(play)
 app.command()(bench)
+app.command()(rescore)
 app.command()(report)
 app.command()(redteam)
 app.command()(runs)
 app.command()(collect)
 app.command()(serve)
 app.command()(view)
+app.command()(export)
 app.command()(train)
 
 

@@ -29,6 +29,36 @@ def serve(
     lenient_content_type: Annotated[
         bool, typer.Option(help="Read /reset and /step bodies as JSON whatever their Content-Type.")
     ] = False,
+    max_sessions_per_client: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            envvar="IGYM_MAX_SESSIONS_PER_CLIENT",
+            help="Most sessions one client (address, IPv6 /64 or client token) holds; 0: none.",
+        ),
+    ] = 256,
+    session_rate: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            envvar="IGYM_SESSION_RATE",
+            help="New sessions per second one client may open after a burst; 0: no limit.",
+        ),
+    ] = 100.0,
+    session_burst: Annotated[
+        int, typer.Option(min=1, envvar="IGYM_SESSION_BURST", help="Sessions one client may open at once.")
+    ] = 200,
+    client_token: Annotated[
+        list[str] | None,
+        typer.Option(help="A token naming a client ('Authorization: Bearer'): its own quota and rate (repeatable)."),
+    ] = None,
+    connect_idle_timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds a new connection may stay silent before its first request.")
+    ] = 60.0,
+    header_timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds from a request's first byte to the end of its head.")
+    ] = 10.0,
+    body_timeout: Annotated[float, typer.Option(min=0.1, help="Seconds a request has to send its body.")] = 30.0,
     step_threads: Annotated[
         int, typer.Option(min=1, help="Worker threads for the resets and steps of blocking environments.")
     ] = 1024,
@@ -76,6 +106,15 @@ def serve(
             tasks=tasks,
             extra_tasks=tuple(p.strip() for p in (extra_tasks or "").split(",") if p.strip()),
             step_threads=step_threads,
+            max_sessions_per_client=max_sessions_per_client,
+            session_rate=session_rate,
+            session_burst=session_burst,
+            # Tokens are best given in IGYM_CLIENT_TOKENS (comma-separated): a command line is public.
+            client_tokens=tuple(client_token or ())
+            or tuple(t.strip() for t in os.environ.get("IGYM_CLIENT_TOKENS", "").split(",") if t.strip()),
+            connect_idle_timeout_s=connect_idle_timeout,
+            header_timeout_s=header_timeout,
+            body_timeout_s=body_timeout,
             allowed_origins=tuple(allow_origin or ()),
             lenient_content_type=lenient_content_type,
             admin_token=admin_token_from_env(),

@@ -239,7 +239,9 @@ class AsyncRemoteEnv:
                 raise SessionLostError("the connection was lost; call reset() to start again", "SESSION_ERROR")
             try:
                 if reconnect and retry:  # only a reset may start over on a new connection
-                    reply: dict[str, Any] = await retrying(self.retries, ws_reset_retry())(self._ws_exchange, message)
+                    reply: dict[str, Any] = await retrying(self.retries, ws_reset_retry(self.retries))(
+                        self._ws_exchange, message
+                    )
                     return reply
                 return await self._ws_exchange(message)
             except ConnectionClosed as exc:

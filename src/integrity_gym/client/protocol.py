@@ -27,7 +27,11 @@ class RemoteValidationError(RemoteError, ValueError):
 
 
 class ServerCapacityError(RemoteError):
-    """The server holds its maximum number of sessions; retry later or close sessions."""
+    """No session for now: the server is full, or this client holds its quota or opens too fast.
+
+    ``code`` says which (``CAPACITY_REACHED``, ``CLIENT_QUOTA_REACHED``, ``RATE_LIMITED``); retry
+    later (``data['retry_after_s']`` when the server names the wait) or close sessions.
+    """
 
 
 class SessionLostError(RemoteError, ConnectionError):
@@ -116,6 +120,10 @@ _LOCAL_ERRORS: dict[str, type[Exception]] = {
 }
 
 
+#: The codes of a session refused for room (``ServerCapacityError``).
+_NO_ROOM = frozenset({"CAPACITY_REACHED", "CLIENT_QUOTA_REACHED", "RATE_LIMITED"})
+
+
 def ws_error(data: Mapping[str, Any]) -> Exception:
     """The exception for a WebSocket ``error`` reply (the same types an in-process env raises)."""
     message = str(data.get("message", "unknown error"))
@@ -123,7 +131,7 @@ def ws_error(data: Mapping[str, Any]) -> Exception:
     local = _LOCAL_ERRORS.get(str(data.get("error_type")))
     if local is not None:
         return local(message)
-    if code == "CAPACITY_REACHED":
+    if code in _NO_ROOM:
         return ServerCapacityError(message, code, data)
     if code == "EPISODE_NOT_DONE":
         return EpisodeNotDoneError(message, code, data)
@@ -148,7 +156,7 @@ def http_error(status: int, body: bytes) -> Exception:
         return EpisodeFinishedError(message)
     if code == "EPISODE_NOT_DONE":
         return EpisodeNotDoneError(message, code, data)
-    if status == 503 and code == "CAPACITY_REACHED":
+    if status in {429, 503} and code in _NO_ROOM:
         return ServerCapacityError(message, code, data)
     if status == 404 and code == "SESSION_NOT_FOUND":
         return SessionLostError(message, code, data)

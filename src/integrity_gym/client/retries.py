@@ -6,15 +6,18 @@ What is safe to send again, over HTTP:
   it never reached the server, so even a ``step`` is sent again;
 - requests that are safe to repeat — ``reset`` (it starts a fresh episode anyway), ``state`` and
   ``grade`` (they only read) — also after a timeout or a connection dropped mid-request, and when
-  the server answers 429 or 503 (at capacity, session store down, starting up).
+  the server answers 429 or 503 (past this client's quota or rate, at capacity, session store
+  down, starting up).
 
 A ``step`` that may have reached the server is never sent twice: whatever went wrong is raised.
 
 Over the WebSocket a session lives on its connection, so only a ``reset`` is sent again, on a new
 connection: when the connection drops or cannot be opened, or the server refuses the session for
-now (at capacity, session store down). A timeout there is raised, not retried.
+now (at capacity, past this client's quota or rate, session store down). A timeout there is
+raised, not retried.
 
-Waits: the server's ``Retry-After`` when it sends one (our server does on every 503), otherwise
+Waits: the server's ``Retry-After`` when it sends one (our server does on every 503 and 429; over
+the WebSocket, the error frame's ``retry_after_s``), otherwise
 ``backoff`` seconds doubled at each retry, never more than ``max_wait``. A server that asks for a
 longer wait than ``max_wait`` is not retried at all: its error is raised at once, rather than
 asking again before the time it named.
@@ -38,7 +41,7 @@ from integrity_gym.client.protocol import RemoteError
 #: Replies that mean "not now": too many requests, or the server cannot take it at the moment.
 RETRY_STATUSES = frozenset({429, 503})
 #: WebSocket error codes after which a ``reset`` may be sent again on a new connection.
-_WS_RETRY_CODES = frozenset({"CAPACITY_REACHED", "SESSION_STORE_UNAVAILABLE"})
+_WS_RETRY_CODES = frozenset({"CAPACITY_REACHED", "CLIENT_QUOTA_REACHED", "RATE_LIMITED", "SESSION_STORE_UNAVAILABLE"})
 
 
 @dataclass(frozen=True)
@@ -89,12 +92,18 @@ class _WaitRetryAfter(tenacity.wait.wait_base):
 
     def __call__(self, retry_state: tenacity.RetryCallState) -> float:
         outcome = retry_state.outcome
-        reply = outcome.result() if outcome is not None and not outcome.failed else None
-        if isinstance(reply, httpx.Response):
-            asked = retry_after(reply)
-            if asked is not None:
-                return asked
-        return float(self._backoff(retry_state))
+        if outcome is not None and outcome.failed:
+            asked = _error_retry_after(outcome.exception())
+        else:
+            reply = outcome.result() if outcome is not None else None
+            asked = retry_after(reply) if isinstance(reply, httpx.Response) else None
+        return asked if asked is not None else float(self._backoff(retry_state))
+
+
+def _error_retry_after(exc: BaseException | None) -> float | None:
+    """The wait a WebSocket error frame asks for (``retry_after_s``, sent with a 429's codes), else None."""
+    asked = exc.data.get("retry_after_s") if isinstance(exc, RemoteError) else None
+    return float(asked) if isinstance(asked, int | float) and asked >= 0 else None
 
 
 def _last_outcome(state: tenacity.RetryCallState) -> Any:
@@ -121,11 +130,12 @@ def http_retry(policy: RetryPolicy, *, repeatable: bool) -> tenacity.retry_base:
     return tenacity.retry_if_exception(on_error) | tenacity.retry_if_result(on_reply)
 
 
-def ws_reset_retry() -> tenacity.retry_base:
+def ws_reset_retry(policy: RetryPolicy) -> tenacity.retry_base:
     """Which failures of a WebSocket ``reset`` to retry on a new connection.
 
     A dropped connection, a connection that could not be opened, or the server refusing the
-    session for now (at capacity, session store down). A refused handshake (e.g. 404: the server
+    session for now (at capacity, past this client's quota or rate, session store down) unless
+    it asks for a longer wait than ``policy.max_wait``. A refused handshake (e.g. 404: the server
     does not serve this environment) is final.
     """
     from websockets.exceptions import ConnectionClosed
@@ -134,7 +144,8 @@ def ws_reset_retry() -> tenacity.retry_base:
         if isinstance(exc, ConnectionClosed):
             return True
         if isinstance(exc, RemoteError):
-            return exc.code in _WS_RETRY_CODES
+            asked = _error_retry_after(exc)
+            return exc.code in _WS_RETRY_CODES and (asked is None or asked <= policy.max_wait)
         return isinstance(exc, ConnectionError) and isinstance(exc.__cause__, OSError)
 
     return tenacity.retry_if_exception(on_error)

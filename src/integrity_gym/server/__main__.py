@@ -28,6 +28,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--step-threads", type=int, default=None, help="Threads for blocking environments' steps (default 1024)."
     )
+    parser.add_argument("--max-sessions-per-client", type=int, default=None, help="Per-client quota (0: none).")
+    parser.add_argument("--session-rate", type=float, default=None, help="New sessions/s per client (0: no limit).")
+    parser.add_argument("--session-burst", type=int, default=None, help="Sessions a client may open at once.")
+    parser.add_argument("--client-token", action="append", default=None, help="A token naming a client (repeatable).")
+    parser.add_argument("--connect-idle-timeout", type=float, default=None, help="Seconds to begin a request.")
+    parser.add_argument("--header-timeout", type=float, default=None, help="Seconds to send a request head.")
+    parser.add_argument("--body-timeout", type=float, default=None, help="Seconds to send a request body.")
     parser.add_argument("--allow-origin", action="append", default=None, help="A web origin allowed (repeatable).")
     parser.add_argument("--lenient-content-type", action="store_true", default=None, help="Any body type as JSON.")
     parser.add_argument("--root", default=None, help="Also serve this environment at /.")
@@ -49,6 +56,13 @@ def main(argv: list[str] | None = None) -> None:
             "sessions": args.sessions,
             "max_sessions": args.max_sessions,
             "step_threads": args.step_threads,
+            "max_sessions_per_client": args.max_sessions_per_client,
+            "session_rate": args.session_rate,
+            "session_burst": args.session_burst,
+            "client_tokens": tuple(args.client_token) if args.client_token else None,
+            "connect_idle_timeout_s": args.connect_idle_timeout,
+            "header_timeout_s": args.header_timeout,
+            "body_timeout_s": args.body_timeout,
             "allowed_origins": tuple(args.allow_origin) if args.allow_origin else None,
             "lenient_content_type": args.lenient_content_type,
             "session_ttl_s": args.session_ttl,

@@ -93,6 +93,7 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
             reap_interval_s=config.reap_interval_s,
             evaluation_ttl_s=config.evaluation_ttl_s,
             max_evaluations=config.max_evaluations,
+            client_limits=config.client_limits(),
         )
     )
     # Fail on a bad store spec now, not at the first request.
@@ -157,7 +158,7 @@ def create_app(tasks: Sequence[TaskSpec] | None = None, config: ServerConfig | N
         mount(app, services, root)
 
     app.add_middleware(SwallowHandledErrors)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=config.max_body_bytes)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=config.max_body_bytes, timeout_s=config.body_timeout_s)
     if config.allowed_origins:  # CORS only when configured: no other site's page reads a reply otherwise
         app.add_middleware(CORSMiddleware, allow_origins=list(config.allowed_origins), allow_methods=["*"],
                            allow_headers=["*"])  # fmt: skip
@@ -188,12 +189,11 @@ def _add_server_routes(
     )
     async def health() -> JSONResponse:
         store = holder.store
-        reply = await health_reply(store)
-        if reply.status_code != 200:
-            return reply
-        return JSONResponse(
-            {"status": "healthy", "envs": list(services), "sessions": await store.count(), **store.describe()}
-        )
+
+        async def details() -> dict[str, Any]:
+            return {"envs": list(services), "sessions": await store.count(), **store.describe()}
+
+        return await health_reply(store, details)
 
     @app.get("/tasks", tags=["server"], summary="Every task this server serves")
     async def all_tasks() -> JSONResponse:
@@ -377,6 +377,8 @@ def serve(
         # uvicorn's sans-I/O WebSocket protocol (~30% less CPU per message than its legacy one),
         # answering our endpoints' text messages without the ASGI round trip (ws.py).
         ws="integrity_gym.server.ws:DirectWebSocketProtocol",
+        # uvicorn's httptools protocol with a time limit on each request head (http_protocol.py).
+        http="integrity_gym.server.http_protocol:HeadTimeoutProtocol",
         # No permessage-deflate (uvicorn offers it by default and OpenEnv's client accepts it): a
         # compressor per connection doubled the memory of an idle session (about 45 KB more) and
         # costs CPU on every reply, to save a few KB per step.

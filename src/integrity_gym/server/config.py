@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from integrity_gym.core.registry import TaskSpec, list_tasks
 from integrity_gym.server.compat import profiles
+from integrity_gym.server.sessions.quota import DEFAULT_BURST, DEFAULT_PER_CLIENT, DEFAULT_RATE, ClientLimits
 
 #: Each setting's environment variable.
 ENV_NAMES: dict[str, str] = {
@@ -24,6 +25,13 @@ ENV_NAMES: dict[str, str] = {
     "session_ttl_s": "IGYM_SESSION_TTL",
     "reap_interval_s": "IGYM_REAP_INTERVAL",
     "max_body_bytes": "IGYM_MAX_BODY_BYTES",
+    "max_sessions_per_client": "IGYM_MAX_SESSIONS_PER_CLIENT",
+    "session_rate": "IGYM_SESSION_RATE",
+    "session_burst": "IGYM_SESSION_BURST",
+    "client_tokens": "IGYM_CLIENT_TOKENS",
+    "connect_idle_timeout_s": "IGYM_CONNECT_IDLE_TIMEOUT",
+    "header_timeout_s": "IGYM_HEADER_TIMEOUT",
+    "body_timeout_s": "IGYM_BODY_TIMEOUT",
     "step_threads": "IGYM_STEP_THREADS",
     "allowed_origins": "IGYM_ALLOWED_ORIGINS",
     "lenient_content_type": "IGYM_LENIENT_CONTENT_TYPE",
@@ -57,6 +65,39 @@ class ServerConfig(BaseModel):
     )
     max_body_bytes: int = Field(
         default=1 << 20, ge=1024, description="Largest HTTP request body or WebSocket message accepted."
+    )
+    max_sessions_per_client: int = Field(
+        default=DEFAULT_PER_CLIENT,
+        ge=0,
+        description="Most sessions one client (an address, an IPv6 /64, or a client token) holds at once; "
+        "0: no quota. Past it: 429 CLIENT_QUOTA_REACHED.",
+    )
+    session_rate: float = Field(
+        default=DEFAULT_RATE,
+        ge=0,
+        description="New sessions per second one client may open, after a burst of session_burst; 0: no limit. "
+        "Past it: 429 RATE_LIMITED with Retry-After.",
+    )
+    session_burst: int = Field(default=DEFAULT_BURST, ge=1, description="Sessions a client may open at once.")
+    client_tokens: tuple[str, ...] = Field(
+        default=(),
+        description="Tokens that name a client (sent as 'Authorization: Bearer <token>'): a request bearing one "
+        "counts in that token's quota and rate instead of its address's (many users behind one proxy).",
+    )
+    connect_idle_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds a new connection may stay silent before its first request (or WebSocket handshake) "
+        "begins; past it the connection is closed (igym serve's HTTP protocol).",
+    )
+    header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="Seconds from a request's first byte to the end of its head (the WebSocket handshake's too); "
+        "a head sent too slowly is answered 408 and closed (igym serve's HTTP protocol).",
+    )
+    body_timeout_s: float = Field(
+        default=30.0, gt=0, description="Seconds a request has to send its whole body (past it: 408, and closed)."
     )
     step_threads: int = Field(
         default=1024,
@@ -112,6 +153,10 @@ class ServerConfig(BaseModel):
             raise ValueError(f"unknown profile {value!r}; the environments speak: {', '.join(sorted(known)) or 'none'}")
         return value
 
+    def client_limits(self) -> ClientLimits:
+        """The per-client quota and rate every store applies."""
+        return ClientLimits(self.max_sessions_per_client, self.session_rate, self.session_burst)
+
     @property
     def strict_content_type(self) -> bool:
         """Whether /reset and /step read only bodies declared JSON (not under a profile or when lenient)."""
@@ -157,13 +202,13 @@ class ServerConfig(BaseModel):
         """Read settings from the ``IGYM_*`` variables (how uvicorn workers get them).
 
         Variables: ``IGYM_SESSIONS``, ``IGYM_MAX_SESSIONS``, ``IGYM_SESSION_TTL``,
-        ``IGYM_REAP_INTERVAL``, ``IGYM_MAX_BODY_BYTES``, ``IGYM_TASKS``, ``IGYM_EXTRA_TASKS``
-        (comma-separated), ``IGYM_ROOT``, ``IGYM_PROFILE``, ``IGYM_ADMIN_TOKEN``, ``IGYM_SEALED``
-        (``1``/``true`` seals the server), ``IGYM_EVALUATION_TTL`` and ``IGYM_MAX_EVALUATIONS``.
+        ``ENV_NAMES`` lists them; lists (``IGYM_EXTRA_TASKS``, ``IGYM_ALLOWED_ORIGINS``,
+        ``IGYM_CLIENT_TOKENS``) are comma-separated, ``IGYM_SEALED=1`` seals the server, and an
+        empty variable means the default.
         """
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {key: env[name] for key, name in ENV_NAMES.items() if env.get(name)}
-        for listed in ("extra_tasks", "allowed_origins"):
+        for listed in ("extra_tasks", "allowed_origins", "client_tokens"):
             if listed in values:
                 values[listed] = tuple(p.strip() for p in values[listed].split(",") if p.strip())
         try:

@@ -27,6 +27,7 @@ import inspect
 import json
 import math
 import typing
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Body, Path, Query, Request
@@ -173,7 +174,8 @@ def _add_reset(app: APIRouter, service: EnvService) -> None:
             raise RequestValidationError(
                 [{**e, "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False, include_context=False)]
             ) from exc
-        session, spec, shown = await service.open_episode(parsed)
+        client = service.client_of(request.client.host if request.client else None, presented_token(request.headers))
+        session, spec, shown = await service.open_episode(parsed, client)
         return _reset_reply(session, spec, shown)
 
     app.add_api_route(
@@ -378,15 +380,24 @@ def _add_close(app: APIRouter, service: EnvService) -> None:
         return JSONResponse({"session_id": session_id, "closed": True})
 
 
-async def health_reply(store: SessionStore) -> JSONResponse:
-    """``healthy``, or 503 ``unhealthy`` naming the session store when it cannot be reached."""
-    try:
-        await store.check()
-    except StoreUnavailableError as exc:
-        return JSONResponse(
-            {"status": "unhealthy", "code": "SESSION_STORE_UNAVAILABLE", "detail": str(exc)}, status_code=503
-        )
-    return JSONResponse({"status": "healthy"})
+async def health_reply(
+    store: SessionStore, details: Callable[[], Awaitable[dict[str, Any]]] | None = None
+) -> JSONResponse:
+    """``healthy`` (with the fields ``details`` gives), or 503 ``unhealthy`` naming the store when it cannot serve.
+
+    The store's own report (``SessionStore.health``: reachable, its latency, this worker's lease)
+    is under ``store_health``; it never waits more than about a second.
+    """
+    report = await store.health()
+    if report.get("ok"):
+        try:
+            extra = await details() if details is not None else {}
+        except StoreUnavailableError as exc:  # the store went away since
+            report = {**report, "ok": False, "detail": str(exc)}
+        else:
+            return JSONResponse({"status": "healthy", **extra, "store_health": report})
+    body = {"status": "unhealthy", "code": "SESSION_STORE_UNAVAILABLE", "detail": report.get("detail")}
+    return JSONResponse({**body, "store_health": report}, status_code=503, headers={"Retry-After": "5"})
 
 
 def _add_collect(app: APIRouter, service: EnvService, collect: Any) -> None:

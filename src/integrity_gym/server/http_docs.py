@@ -73,6 +73,11 @@ class Health(BaseModel):
 
     status: str = Field(description="'healthy' or 'unhealthy'.")
     detail: str | None = Field(default=None, description="What is wrong, when unhealthy.")
+    store_health: dict[str, Any] | None = Field(
+        default=None,
+        description="The session store's own report: 'store', 'ok', 'detail', and for Redis its latency and "
+        "this worker's lease. Answered within about a second even when the store hangs.",
+    )
 
 
 Responses = dict[int | str, dict[str, Any]]

@@ -9,13 +9,17 @@ nesting depth before any parser sees it, since Python's JSON parsers recurse onc
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import hmac
+import ipaddress
 import json
 import logging
+import math
 import os
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -83,12 +87,22 @@ class ErrorBody(BaseModel):
 class ApiError(Exception):
     """A client-facing error with an HTTP status, a machine code and a readable message."""
 
-    def __init__(self, status: int, code: str, message: str, **extra: Any) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, *, retry_after_s: float | None = None, **extra: Any
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
-        self.extra = extra
+        #: When the client may try again (the ``Retry-After`` header, whole seconds; 1 for any 503).
+        self.retry_after_s = retry_after_s if retry_after_s is not None else (1.0 if status == 503 else None)
+        self.extra = extra if retry_after_s is None else {**extra, "retry_after_s": retry_after_s}
+
+    def headers(self) -> dict[str, str] | None:
+        """``Retry-After`` when the client should retry later."""
+        if self.retry_after_s is None:
+            return None
+        return {"Retry-After": str(max(1, math.ceil(self.retry_after_s)))}
 
 
 class RedactTokens(logging.Filter):
@@ -135,6 +149,28 @@ def presented_token(headers: Mapping[str, str], query: Mapping[str, str] | None 
     if query is not None:
         return query.get("admin_token") or None
     return None
+
+
+def client_identity(address: str | None, token: str | None, known_tokens: Collection[str] = ()) -> str:
+    """Who a request's new session counts for (``sessions/quota.py``): a known token, else the address.
+
+    A token counts only if the server knows it (a client token or the admin token), so a greedy
+    client cannot mint fresh names; it is kept as a hash. An IPv6 address counts by its /64, the
+    block one host is usually given; an IPv4-mapped one as its IPv4 address.
+    """
+    if token and any(hmac.compare_digest(token.encode(), k.encode()) for k in known_tokens):
+        return "token:sha256:" + hashlib.sha256(token.encode()).hexdigest()[:16]
+    if not address:
+        return "address:unknown"
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:  # a name (a unix socket, a test client): as given
+        return f"address:{address}"
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return f"address:{ip.ipv4_mapped}"
+        return f"address:{ipaddress.ip_network((ip, 64), strict=False)}"
+    return f"address:{ip}"
 
 
 def is_admin(expected: str | None, presented: str | None) -> bool:
@@ -272,8 +308,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        headers = {"Retry-After": "1"} if exc.status == 503 else None
-        return JSONResponse(error_body(exc.code, exc.message, **exc.extra), status_code=exc.status, headers=headers)
+        body = error_body(exc.code, exc.message, **exc.extra)
+        return JSONResponse(body, status_code=exc.status, headers=exc.headers())
 
     @app.exception_handler(StoreUnavailableError)
     async def _store_unavailable(request: Request, exc: StoreUnavailableError) -> JSONResponse:
@@ -314,14 +350,16 @@ class BodyLimitMiddleware:
     """Check every HTTP request body before any handler parses it.
 
     Refused with 413 ``BODY_TOO_LARGE``: a declared ``Content-Length`` over ``max_bytes`` (at
-    once) or a streamed body crossing it. Refused with 422 ``VALIDATION_ERROR``: a body that is not
-    UTF-8, or JSON nested deeper than ``MAX_JSON_DEPTH``. A body passing the checks is handed on
-    unchanged.
+    once) or a streamed body crossing it. Refused with 408 ``REQUEST_TIMEOUT`` and the connection
+    closed: a body not complete within ``timeout_s`` (a client trickling it would hold the
+    connection for ever). Refused with 422 ``VALIDATION_ERROR``: a body that is not UTF-8, or JSON
+    nested deeper than ``MAX_JSON_DEPTH``. A body passing the checks is handed on unchanged.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, timeout_s: float = 30.0) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Run the wrapped application (ASGI)."""
@@ -340,19 +378,18 @@ class BodyLimitMiddleware:
                     return
         # Read the whole body first (it is at most max_bytes) so it is checked before parsing.
         chunks: list[bytes] = []
-        seen = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away before sending its body
-            chunk = message.get("body", b"")
-            seen += len(chunk)
-            if seen > self.max_bytes:
-                await _send_json(send, 413, self._too_large())
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                complete = await self._read(receive, chunks)
+        except TimeoutError:
+            message = f"the request body was not received within {self.timeout_s:g}s; send it promptly"
+            await _send_json(send, 408, error_body("REQUEST_TIMEOUT", message), close=True)
+            return
+        if complete is None:
+            await _send_json(send, 413, self._too_large())
+            return
+        if not complete:
+            return  # the client went away before sending its body
         body = b"".join(chunks)
         problem = _body_problem(body)
         if problem is not None:
@@ -368,6 +405,21 @@ class BodyLimitMiddleware:
             return await receive()
 
         await self.app(scope, replay, send)
+
+    async def _read(self, receive: Receive, chunks: list[bytes]) -> bool | None:
+        """Append the body's chunks: True once complete, False if the client left, None past the limit."""
+        seen = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return False
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.max_bytes:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return True
 
     def _too_large(self) -> dict[str, Any]:
         return error_body("BODY_TOO_LARGE", f"request body is larger than the limit of {self.max_bytes} bytes")
@@ -431,13 +483,10 @@ class SwallowHandledErrors:
             )
 
 
-async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
+async def _send_json(send: Send, status: int, body: dict[str, Any], *, close: bool = False) -> None:
     payload = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())],
-        }
-    )
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    if close:  # the server closes the connection after this reply (the rest of the request is not read)
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})

@@ -36,9 +36,11 @@ from integrity_gym.server.evaluations import (
     seal_observation,
     seal_profile_observation,
 )
-from integrity_gym.server.security import ApiError, json_too_deep, too_deep_message
+from integrity_gym.server.security import ApiError, client_identity, json_too_deep, too_deep_message
 from integrity_gym.server.sessions import (
+    LOCAL_CLIENT,
     CapacityError,
+    ClientLimitError,
     Session,
     SessionBusyError,
     SessionNotFoundError,
@@ -296,40 +298,54 @@ class EnvService:
                 shaped = seal_profile_observation(shaped)
         return Shown(shaped, reward, done, info, True)
 
-    async def open_episode(self, request: ResetRequest) -> tuple[Session, TaskSpec, Shown]:
-        """Start the episode ``request`` asks for in a new HTTP session (a handle's, on a sealed server)."""
+    def client_of(self, address: str | None, token: str | None) -> str:
+        """The client a new session from ``address`` presenting ``token`` counts for (its quota and rate)."""
+        config = self.config
+        known = (*config.client_tokens, config.admin_token) if config.admin_token else config.client_tokens
+        return client_identity(address, token, known)
+
+    async def admit(self, client: str) -> None:
+        """``store.admit``, its refusals as ``ApiError``s: 503 at capacity, 429 past ``client``'s limits."""
+        try:
+            await self.store.admit(client)
+        except (CapacityError, ClientLimitError) as exc:
+            raise refusal(exc) from exc
+
+    async def open_session(self, env: AnyEnv, client: str, **kwargs: Any) -> Session:
+        """``store.open`` for ``client``, its refusals as ``ApiError``s (``admit``'s)."""
+        try:
+            return await self.store.open(self.name, env, client=client, **kwargs)
+        except (CapacityError, ClientLimitError) as exc:
+            raise refusal(exc) from exc
+
+    async def open_episode(self, request: ResetRequest, client: str = LOCAL_CLIENT) -> tuple[Session, TaskSpec, Shown]:
+        """Start the episode ``request`` asks for in a new HTTP session of ``client`` (a handle's, when sealed)."""
         if self.sealed:
-            return await self._open_sealed(request)
+            return await self._open_sealed(request, client)
         refuse_handle(request)
         spec = self.resolve_task(request)
-        _, obs, session = await self._open(spec, lambda env: self.reset_env(env, request))
+        _, obs, session = await self._open(spec, lambda env: self.reset_env(env, request), client)
         return session, spec, self.show(session, obs)
 
-    async def _open(self, spec: TaskSpec, start: Callable[[AnyEnv], Any], handle: str | None = None) -> Any:
+    async def _open(
+        self, spec: TaskSpec, start: Callable[[AnyEnv], Any], client: str, handle: str | None = None
+    ) -> Any:
         """Build ``spec``'s env, ``start`` it and open its HTTP session; the env is closed if any of it fails."""
-        env: Any = None
+        await self.admit(client)
+        env = self.build(spec)
         try:
-            await self.store.ensure_room()
-            env = self.build(spec)
             obs = await self.call(start, env)
-            session = await self.store.open(self.name, env, kind="http", handle=handle)
-        except CapacityError as exc:
-            if env is not None:
-                env.close()
-            raise ApiError(
-                503, "CAPACITY_REACHED", str(exc), active_sessions=exc.active, max_sessions=exc.maximum
-            ) from exc
+            session = await self.open_session(env, client, kind="http", handle=handle)
         except BaseException:
-            if env is not None:
-                env.close()
+            env.close()
             raise
         return env, obs, session
 
-    async def _open_sealed(self, request: ResetRequest) -> tuple[Session, TaskSpec, Shown]:
+    async def _open_sealed(self, request: ResetRequest, client: str) -> tuple[Session, TaskSpec, Shown]:
         evaluations = self.evaluations
         claim = await evaluations.claim(self, request)
         try:
-            _, obs, session = await self._open(claim.spec, lambda env: env.reset(seed=claim.seed), claim.handle)
+            _, obs, session = await self._open(claim.spec, lambda env: env.reset(seed=claim.seed), client, claim.handle)
         except BaseException:
             await evaluations.unclaim(claim)
             raise
@@ -447,6 +463,13 @@ class EnvService:
 #: episode and its labels) nor the env's episode id (derived from the seed, so a search could find
 #: it): the session's own random episode id stands in for it.
 PUBLIC_STATE_FIELDS = frozenset({"task_id", "step_count", "done"})
+
+
+def refusal(exc: CapacityError | ClientLimitError) -> ApiError:
+    """The reply to a session refused for room: 503 when the server is full, 429 past a client's limit."""
+    if isinstance(exc, ClientLimitError):
+        return ApiError(429, exc.code, str(exc), retry_after_s=exc.retry_after_s, **exc.details)
+    return ApiError(503, "CAPACITY_REACHED", str(exc), active_sessions=exc.active, max_sessions=exc.maximum)
 
 
 def public_state(session: Session) -> dict[str, Any]:

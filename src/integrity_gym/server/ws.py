@@ -60,7 +60,7 @@ from integrity_gym.server.security import (
     too_deep_message,
 )
 from integrity_gym.server.service import EnvService, Shown, public_state
-from integrity_gym.server.sessions import CapacityError, Session, SessionBusyError, StoreUnavailableError
+from integrity_gym.server.sessions import Session, SessionBusyError, StoreUnavailableError
 
 __all__ = ["DIRECT_EXTENSION", "MESSAGE_TYPES", "DirectWebSocketProtocol", "add_ws_route"]
 
@@ -163,26 +163,25 @@ class _Socket:
         await self.close(code)
 
 
-async def _open_session(service: EnvService, socket: _Socket) -> Session | None:
-    """The connection's session, or None once the connection was refused (capacity, store down)."""
+async def _open_session(service: EnvService, socket: _Socket, client: str) -> Session | None:
+    """The connection's session, or None once the connection was refused (capacity, limits, store down)."""
 
     async def evict() -> None:
         # Called by the reaper after the session's slot is already freed.
         message = f"session closed after {service.config.session_ttl_s:g}s idle; reconnect and reset"
         await socket.refuse(_error("SESSION_ERROR", message), CLOSE_GOING_AWAY)
 
-    env = service.build(service.tasks[0])
+    env = None
     try:
-        return await service.store.open(service.name, env, kind="ws", on_evict=evict)
-    except CapacityError as exc:
-        env.close()
-        reply = _error("CAPACITY_REACHED", str(exc), active_sessions=exc.active, max_sessions=exc.maximum)
+        await service.admit(client)
+        env = service.build(service.tasks[0])
+        return await service.open_session(env, client, kind="ws", on_evict=evict)
     except StoreUnavailableError as exc:
-        env.close()
         reply = _error("SESSION_STORE_UNAVAILABLE", str(exc))
-    except ApiError as exc:
+    except ApiError as exc:  # at capacity, past the client's limits
+        reply = _error(exc.code, exc.message, **exc.extra)
+    if env is not None:
         env.close()
-        reply = _error("SESSION_ERROR", exc.message)
     await socket.refuse(reply, CLOSE_TRY_AGAIN_LATER)
     return None
 
@@ -217,11 +216,12 @@ async def _serve(scope: Scope, receive: Receive, send: Send, service: EnvService
         await send({"type": "websocket.close", "code": 1008, "reason": "cross-site origin refused"})
         return
     await send({"type": "websocket.accept"})
-    admin = _is_admin_connection(scope, headers, service)
+    token = _token(scope, headers)
+    admin = is_admin(service.config.admin_token, token)
     peer = str((scope.get("client") or ("-",))[0])
     direct: Direct | None = scope.get("extensions", {}).get(DIRECT_EXTENSION)
     socket = _Socket(send, direct)
-    session = await _open_session(service, socket)
+    session = await _open_session(service, socket, service.client_of(peer, token))
     if session is None:
         return
     limit = service.config.max_body_bytes
@@ -296,9 +296,9 @@ async def _answer_plain(service: EnvService, answer: Callable[[str], str | None]
     return await service.call(answer, text) if service.off_loop else answer(text)
 
 
-def _is_admin_connection(scope: Scope, headers: dict[str, str], service: EnvService) -> bool:
-    query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-    return is_admin(service.config.admin_token, presented_token(headers, query))
+def _token(scope: Scope, headers: dict[str, str]) -> str | None:
+    """The token the handshake presents (a header, or ``?admin_token=`` for clients without headers)."""
+    return presented_token(headers, dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"))))
 
 
 def _error_reply(exc: Exception, kind: Any, session: Session, what: str = "") -> str:

@@ -8,12 +8,13 @@ Every store enforces the same rules: at most ``max_sessions`` live sessions (a c
 lock per session so two concurrent requests on a session run one after the other, never
 interleaved.
 
-* ``MemoryStore`` (the embedded default) keeps environments as Python objects in this process.
 Sessions are of two kinds. An HTTP session (``kind="http"``) is named by its id in requests and
 ended by ``close``; a WebSocket session (``kind="ws"``) belongs to its connection alone: no HTTP
 request can reach, read or end it, and only its socket frees it (``release``) or the reaper
-does. So every live episode counts towards capacity and is subject to the reaper.
+does. So every live episode counts towards capacity and is subject to the reaper. Each client
+also has a quota of sessions and a rate of opening them (``quota.py``).
 
+* ``MemoryStore`` (the embedded default) keeps environments as Python objects in this process.
 * ``RedisStore`` keeps each HTTP session's full state (``Env.state()`` as JSON) in Redis, so
   several server processes behind one address share sessions: a session reset through one
   process can be stepped through another, which rebuilds the episode with ``Env.load_state``.
@@ -46,15 +47,27 @@ from integrity_gym.server.sessions.base import (
     new_session_id,
 )
 from integrity_gym.server.sessions.memory import MemoryStore
+from integrity_gym.server.sessions.quota import (
+    LOCAL_CLIENT,
+    ClientLimitError,
+    ClientLimits,
+    ClientQuotaError,
+    RateLimitError,
+)
 from integrity_gym.server.sessions.redis_store import RedisStore, check_store_reachable
 
 __all__ = [
+    "LOCAL_CLIENT",
     "AnyEnv",
     "CapacityError",
+    "ClientLimitError",
+    "ClientLimits",
+    "ClientQuotaError",
     "EnvFactory",
     "EvaluationCapacityError",
     "Kind",
     "MemoryStore",
+    "RateLimitError",
     "RedisStore",
     "Session",
     "SessionBusyError",
@@ -77,9 +90,11 @@ def build_store(
     reap_interval_s: float | None = None,
     evaluation_ttl_s: float = 86400.0,
     max_evaluations: int = 64,
+    client_limits: ClientLimits | None = None,
 ) -> SessionStore:
     """Build the store named by ``spec``: ``memory`` or a ``redis://`` / ``rediss://`` URL."""
     limits: dict[str, Any] = {
+        "limits": client_limits,
         "max_sessions": max_sessions,
         "ttl_s": ttl_s,
         "reap_interval_s": reap_interval_s,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from integrity_gym.core.env import Env
+from integrity_gym.server.sessions.quota import LOCAL_CLIENT, ClientLimits
 
 log = logging.getLogger("integrity_gym.server.sessions")
 
@@ -96,6 +97,8 @@ class Session:
     on_evict: Callable[[], Awaitable[None]] | None = None
     #: Set once the store has let the session go (closed, released or reaped).
     closed: bool = False
+    #: Who opened it (``quota.py``): the client whose quota it counts in.
+    client: str = LOCAL_CLIENT
     #: The sealed-evaluation handle this session plays (HTTP or WebSocket; ``evaluations/``), else None.
     handle: str | None = None
     #: The id clients see for the episode being played: drawn at random on each reset (a WebSocket
@@ -123,6 +126,7 @@ class SessionStore(ABC):
         reap_interval_s: float | None = None,
         evaluation_ttl_s: float = 86400.0,
         max_evaluations: int = 64,
+        limits: ClientLimits | None = None,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
@@ -134,6 +138,8 @@ class SessionStore(ABC):
         self.ttl_s = ttl_s
         self.evaluation_ttl_s = evaluation_ttl_s
         self.max_evaluations = max_evaluations
+        #: Per-client quota and rate (``quota.py``); off by default for a store built in code.
+        self.limits = limits or ClientLimits.off()
         self.reap_interval_s = reap_interval_s or max(0.05, min(ttl_s / 4, 15.0))
         self._local: dict[str, Session] = {}
         self._reaper: asyncio.Task[None] | None = None
@@ -190,10 +196,13 @@ class SessionStore(ABC):
         kind: Kind,
         on_evict: Callable[[], Awaitable[None]] | None = None,
         handle: str | None = None,
+        client: str = LOCAL_CLIENT,
     ) -> Session:
-        """Register a new session (raise ``CapacityError`` when full) and return it.
+        """Register a new session of ``client`` and return it.
 
-        ``handle`` marks an HTTP session as playing that sealed-evaluation episode.
+        Raises ``CapacityError`` when the store is full and ``ClientQuotaError`` when ``client``
+        holds its quota (checked atomically with the registration). ``handle`` marks an HTTP
+        session as playing that sealed-evaluation episode.
         """
 
     @abstractmethod
@@ -232,22 +241,27 @@ class SessionStore(ABC):
     async def reap(self) -> int:
         """Free the sessions idle for longer than the time-to-live; return how many."""
 
-    async def ensure_room(self) -> None:
-        """Raise ``CapacityError`` now if the store is full (after reaping), before costly work.
+    @abstractmethod
+    async def admit(self, client: str = LOCAL_CLIENT) -> None:
+        """Check that ``client`` may open a session now, before the costly work of building one.
 
-        ``open`` still enforces the limit atomically; this only avoids building an episode that
-        would be refused anyway.
+        Raises ``CapacityError`` if the store is full (after reaping), ``ClientQuotaError`` if the
+        client holds its quota, ``RateLimitError`` if it opens sessions too fast; otherwise it
+        takes one of the client's rate tokens. ``open`` still enforces the capacity and the quota
+        atomically; this avoids building an episode that would be refused anyway.
         """
-        active = await self.count()
-        if active >= self.max_sessions:
-            await self.reap()
-            active = await self.count()
-            if active >= self.max_sessions:
-                raise CapacityError(active, self.max_sessions)
 
     def describe(self) -> dict[str, Any]:
         """Settings reported by ``/health``."""
-        return {"store": self.name, "max_sessions": self.max_sessions, "ttl_s": self.ttl_s}
+        limits = self.limits
+        return {
+            "store": self.name,
+            "max_sessions": self.max_sessions,
+            "ttl_s": self.ttl_s,
+            "max_sessions_per_client": limits.per_client or None,
+            "session_rate": limits.rate or None,
+            "session_burst": limits.burst if limits.rate else None,
+        }
 
     name = "abstract"
 

@@ -17,6 +17,10 @@ Lua script:
 
 A live worker that finds its own key gone (Redis was paused for longer than the lease, or the whole
 process stalled) lists its slots again at once (``relist``).
+
+The session store's per-use scripts (take a lock and read, save and release) go through
+``WorkerLease.run``, which sends the calls made at about the same time in one pipeline: with many
+sessions stepping at once, one write and one read to Redis serve several steps.
 """
 
 from __future__ import annotations
@@ -29,10 +33,12 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 log = logging.getLogger("integrity_gym.server.sessions")
+
+T = TypeVar("T")
 
 #: Lua: free the slots of every worker whose heartbeat key has expired. Expects ``prefix``,
 #: ``workers`` (the set of worker ids) and ``index`` (the capacity ZSET) as locals.
@@ -120,7 +126,10 @@ class WorkerLease:
         self._beat_script = sync_client.register_script(_BEAT_SCRIPT)
         self._release_script = async_client.register_script(_RELEASE_SCRIPT)
         self._relist = relist
-        self._held: dict[str, str] = {}  # lock key -> our token, while held
+        # (lock key, our token) of every lock held or being taken. Several leases of this process may
+        # try the same key at once (e.g. two requests on one evaluation): each is listed on its own, so
+        # one that fails to take the lock never unlists the holder's (whose lease would then lapse).
+        self._held: dict[tuple[str, str], None] = {}
         self._held_guard = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -128,6 +137,9 @@ class WorkerLease:
         self._failing = False
         #: Wall-clock time of the last renewal Redis confirmed (0 before the first).
         self.renewed_at = 0.0
+        # Script calls waiting to be sent together (``run``), and the task sending them.
+        self._batch: list[tuple[Any, list[Any], list[Any], asyncio.Future[Any]]] = []
+        self._sender: asyncio.Task[None] | None = None
 
     @property
     def lease_ms(self) -> int:
@@ -146,7 +158,7 @@ class WorkerLease:
         Synchronous (the heartbeat thread's, or ``asyncio.to_thread``); raises Redis errors.
         """
         with self._held_guard:
-            locks = list(self._held.items())
+            locks = list(self._held)
         keys = [self.key, self.workers_key, self._index, *(k for k, _ in locks)]
         args = [self.lease_ms, self.worker_id, self._prefix, *(t for _, t in locks)]
         held = int(self._beat_script(keys=keys, args=args))
@@ -197,6 +209,75 @@ class WorkerLease:
         with contextlib.suppress(Exception):
             self._sync.close()
 
+    # ------------------------------------------------------------------ batched scripts
+    async def run(self, script: Any, keys: list[Any], args: list[Any]) -> Any:
+        """Run ``script`` (registered on the async client) on ``keys`` and ``args``; its reply.
+
+        Calls are sent in batches, each batch one pipeline (one write, one read, instead of one
+        each): the calls made in one turn of the event loop (the steps of several sessions), and
+        while a batch is out, the calls made meanwhile, sent as the next batch once it is answered.
+        Each script is still atomic on its own and answered, or failed, on its own. A batch that
+        got no reply within the bounded timeouts fails the calls queued behind it too, so none
+        waits for more than about one timeout.
+        """
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._batch.append((script, keys, args, future))
+        if self._sender is None or self._sender.done():  # none out: send once this turn is over
+            self._sender = loop.create_task(self._send_batches())
+        return await future
+
+    async def _send_batches(self) -> None:
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        while self._batch:
+            batch, self._batch = self._batch, []
+            failure = await self._send_batch([call for call in batch if not call[3].done()])
+            if isinstance(failure, RedisTimeoutError):  # the calls queued meanwhile waited as long
+                batch, self._batch = self._batch, []
+                for *_, future in batch:
+                    if not future.done():
+                        future.set_exception(failure)
+
+    async def _send_batch(self, batch: list[tuple[Any, list[Any], list[Any], asyncio.Future[Any]]]) -> Exception | None:
+        """Send one batch and answer its calls; the exception if Redis failed the batch as a whole."""
+        from redis.exceptions import NoScriptError
+
+        if not batch:
+            return None
+        try:
+            try:
+                if len(batch) == 1:
+                    script, keys, args, _ = batch[0]
+                    replies: list[Any] = [await script(keys=keys, args=args)]
+                else:
+                    pipe = self._async.pipeline(transaction=False)
+                    for script, keys, args, _ in batch:
+                        pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+                    replies = await pipe.execute(raise_on_error=False)
+            except Exception as exc:
+                for *_, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                return exc
+            for (script, keys, args, future), reply in zip(batch, replies, strict=True):
+                if isinstance(reply, NoScriptError):  # Redis lost its scripts (a restart): load, run again
+                    try:
+                        reply = await script(keys=keys, args=args)
+                    except Exception as exc:
+                        reply = exc
+                if future.done():
+                    continue
+                if isinstance(reply, Exception):
+                    future.set_exception(reply)
+                else:
+                    future.set_result(reply)
+            return None
+        except BaseException:  # cancelled (the event loop is closing): no caller is left waiting
+            for *_, future in batch:
+                future.cancel()
+            raise
+
     # ------------------------------------------------------------------ locks
     def lock(self, key: str, *, wait_s: float, poll_s: float = 0.05) -> RedisLease:
         """A new (not yet taken) lock on ``key`` whose lease this heartbeat renews while held."""
@@ -206,12 +287,11 @@ class WorkerLease:
 
     def _hold(self, key: str, token: str) -> None:
         with self._held_guard:
-            self._held[key] = token
+            self._held[key, token] = None
 
     def _drop(self, key: str, token: str) -> None:
         with self._held_guard:
-            if self._held.get(key) == token:
-                del self._held[key]
+            self._held.pop((key, token), None)
 
 
 class RedisLease:
@@ -227,24 +307,47 @@ class RedisLease:
 
     async def acquire(self) -> bool:
         """Take the lock, waiting up to ``wait_s`` for another holder; False if it stayed taken."""
+        taken, _ = await self.acquire_with(self._try_set)
+        return taken
+
+    async def _try_set(self) -> tuple[bool, None]:
+        taken = await self._worker._async.set(self.key, self.token, nx=True, px=self._worker.lease_ms)
+        return bool(taken), None
+
+    async def acquire_with(self, attempt: Callable[[], Awaitable[tuple[bool, T]]]) -> tuple[bool, T | None]:
+        """Take the lock as ``acquire`` does, each try being one call of ``attempt``.
+
+        ``attempt`` must, in one atomic Redis call, ``SET key token NX PX lease`` (``token`` and
+        ``lease_ms`` of this lease and its worker) and may read more in the same call; it returns
+        (whether the lock was taken, what it read). Tried again every ``poll_s`` while the lock is
+        taken, up to ``wait_s``: returns (True, what the taking try read) or (False, None). An
+        exception of ``attempt`` is raised as is, the lock not held.
+        """
         deadline = time.monotonic() + self.wait_s
-        redis = self._worker._async
         while True:
             # Listed before the SET, so a beat between the two cannot miss it (renewing a lock
             # that is not ours yet is a no-op: the token does not match).
             self._worker._hold(self.key, self.token)
             try:
-                taken = await redis.set(self.key, self.token, nx=True, px=self._worker.lease_ms)
+                taken, value = await attempt()
             except BaseException:
                 self._worker._drop(self.key, self.token)
                 raise
             if taken:
                 self.acquired = True
-                return True
+                return True, value
             self._worker._drop(self.key, self.token)
             if time.monotonic() >= deadline:
-                return False
+                return False, None
             await asyncio.sleep(min(self.poll_s, max(0.0, deadline - time.monotonic())))
+
+    def released(self) -> None:
+        """Stop renewing the lock: a caller's script deleted it in Redis, or found it no longer ours.
+
+        ``release`` is then a no-op.
+        """
+        self._worker._drop(self.key, self.token)
+        self.acquired = False
 
     async def release(self) -> None:
         """Stop renewing and delete the lock if it is still ours (never raises)."""

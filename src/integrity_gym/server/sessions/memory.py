@@ -18,6 +18,7 @@ from integrity_gym.server.sessions.base import (
     SessionStore,
     new_session_id,
 )
+from integrity_gym.server.sessions.quota import LOCAL_CLIENT, ClientQuotaError, RateLimitError, TokenBuckets
 
 
 class MemoryStore(SessionStore):
@@ -33,6 +34,33 @@ class MemoryStore(SessionStore):
         self._handles: dict[str, tuple[str, int]] = {}
         self._eval_locks: dict[str, asyncio.Lock] = {}
         self._items: dict[str, set[str]] = {}
+        self._owned: dict[str, set[str]] = {}  # client -> ids of its open sessions
+        self._buckets = TokenBuckets(self.limits)
+
+    def _check_room(self, client: str) -> None:
+        """Raise ``CapacityError`` or ``ClientQuotaError`` if a session of ``client`` would not fit now."""
+        if len(self._local) >= self.max_sessions:
+            raise CapacityError(len(self._local), self.max_sessions)
+        quota = self.limits.per_client
+        owned = self._owned.get(client, ())
+        if quota and len(owned) >= quota:
+            now = time.monotonic()
+            soonest = min(self._local[sid].last_used for sid in owned) + self.ttl_s - now
+            raise ClientQuotaError(client, len(owned), quota, soonest)
+
+    async def _check_room_reaping(self, client: str) -> None:
+        try:
+            self._check_room(client)
+        except (CapacityError, ClientQuotaError):
+            await self.reap()  # idle sessions may free the room
+            self._check_room(client)
+
+    async def admit(self, client: str = LOCAL_CLIENT) -> None:
+        """Check the capacity and ``client``'s quota, then take one of its rate tokens."""
+        await self._check_room_reaping(client)
+        wait = self._buckets.take(client, time.monotonic())
+        if wait:
+            raise RateLimitError(client, self.limits.rate, self.limits.burst, wait)
 
     async def open(
         self,
@@ -42,15 +70,21 @@ class MemoryStore(SessionStore):
         kind: Kind,
         on_evict: Callable[[], Awaitable[None]] | None = None,
         handle: str | None = None,
+        client: str = LOCAL_CLIENT,
     ) -> Session:
-        """Register a new session, reaping idle ones first if the store is full."""
-        if len(self._local) >= self.max_sessions:
-            await self.reap()
-            if len(self._local) >= self.max_sessions:
-                raise CapacityError(len(self._local), self.max_sessions)
-        session = Session(new_session_id(), env_name, env, kind, on_evict=on_evict, handle=handle)
+        """Register a new session, reaping idle ones first if the store or the client's quota is full."""
+        await self._check_room_reaping(client)
+        session = Session(new_session_id(), env_name, env, kind, on_evict=on_evict, handle=handle, client=client)
         self._local[session.id] = session
+        self._owned.setdefault(client, set()).add(session.id)
         return session
+
+    def _disown(self, session: Session) -> None:
+        owned = self._owned.get(session.client)
+        if owned is not None:
+            owned.discard(session.id)
+            if not owned:
+                del self._owned[session.client]
 
     @contextlib.asynccontextmanager
     async def use(self, session_id: str, env_name: str, *, write: bool = True) -> AsyncIterator[Session]:
@@ -81,8 +115,13 @@ class MemoryStore(SessionStore):
         """Forget the session and close its environment."""
         if self._local.get(session.id) is session:
             del self._local[session.id]
+            self._disown(session)
         session.closed = True
         session.env.close()
+
+    async def _evict(self, session: Session) -> None:
+        self._disown(session)
+        await super()._evict(session)
 
     async def count(self) -> int:
         """Sessions held by this process."""
@@ -94,6 +133,7 @@ class MemoryStore(SessionStore):
         for session in idle:
             await self._evict(session)
         self._expire_evaluations()
+        self._buckets.prune(time.monotonic())
         return len(idle)
 
     # ------------------------------------------------------------------ sealed evaluations

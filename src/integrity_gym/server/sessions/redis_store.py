@@ -27,6 +27,14 @@ from integrity_gym.server.sessions.base import (
     new_session_id,
 )
 from integrity_gym.server.sessions.leases import RECLAIM_LUA, RedisLease, WorkerLease
+from integrity_gym.server.sessions.quota import (
+    BUCKET_LUA,
+    CLIENT_LIVE_LUA,
+    LOCAL_CLIENT,
+    ClientLimits,
+    ClientQuotaError,
+    RateLimitError,
+)
 
 log = logging.getLogger("integrity_gym.server.sessions")
 
@@ -46,25 +54,62 @@ redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
 return n + 1
 """
 
-# Capacity of sessions, after freeing dead workers' slots. KEYS: index, workers set, and for a
-# WebSocket session this worker's heartbeat key and slot set. ARGV: now, maximum, expiry, session
-# id, key prefix, and for a WebSocket session the lease in ms and this worker's id.
+# Capacity of sessions and the client's quota, after freeing dead workers' slots. KEYS: index,
+# workers set, the client's set of sessions, and for a WebSocket session this worker's heartbeat
+# key and slot set. ARGV: now, maximum, expiry, session id, key prefix, the client's quota (0: none),
+# the client set's time-to-live, and for a WebSocket session the lease in ms and this worker's id.
+# Returns {0} when registered, {1, open} at capacity, {2, live, soonest expiry} at the client's quota.
 _OPEN_SESSION_SCRIPT = (
     """
-local index, workers, prefix = KEYS[1], KEYS[2], ARGV[5]
+local index, workers, cset, prefix, now = KEYS[1], KEYS[2], KEYS[3], ARGV[5], tonumber(ARGV[1])
 """
     + RECLAIM_LUA
     + """
 redis.call('ZREMRANGEBYSCORE', index, '-inf', ARGV[1])
 local n = redis.call('ZCARD', index)
-if n >= tonumber(ARGV[2]) then return -n - 1 end
-redis.call('ZADD', index, ARGV[3], ARGV[4])
-if KEYS[4] then
-  redis.call('SET', KEYS[3], '1', 'PX', ARGV[6], 'NX')
-  redis.call('SADD', workers, ARGV[7])
-  redis.call('SADD', KEYS[4], ARGV[4])
+if n >= tonumber(ARGV[2]) then return {1, n} end
+if tonumber(ARGV[6]) > 0 then
+"""
+    + CLIENT_LIVE_LUA
+    + """
+  if live >= tonumber(ARGV[6]) then return {2, live, tostring(soonest)} end
 end
-return n + 1
+redis.call('ZADD', index, ARGV[3], ARGV[4])
+redis.call('SADD', cset, ARGV[4])
+redis.call('EXPIRE', cset, ARGV[7])
+if KEYS[5] then
+  redis.call('SET', KEYS[4], '1', 'PX', ARGV[8], 'NX')
+  redis.call('SADD', workers, ARGV[9])
+  redis.call('SADD', KEYS[5], ARGV[4])
+end
+return {0}
+"""
+)
+
+# May a client open a session now: capacity, its quota, then one token of its rate. KEYS: index,
+# workers set, the client's set, its bucket. ARGV: now, maximum, prefix, quota, rate, burst.
+# Returns {0} when a token was taken, {1, open}, {2, live, soonest expiry} or {3, seconds to wait}.
+_ADMIT_SCRIPT = (
+    """
+local index, workers, cset, bucket, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[3]
+local now, rate, burst = tonumber(ARGV[1]), tonumber(ARGV[5]), tonumber(ARGV[6])
+"""
+    + RECLAIM_LUA
+    + """
+redis.call('ZREMRANGEBYSCORE', index, '-inf', ARGV[1])
+local n = redis.call('ZCARD', index)
+if n >= tonumber(ARGV[2]) then return {1, n} end
+if tonumber(ARGV[4]) > 0 then
+"""
+    + CLIENT_LIVE_LUA
+    + """
+  if live >= tonumber(ARGV[4]) then return {2, live, tostring(soonest)} end
+end
+"""
+    + BUCKET_LUA
+    + """
+if wait > 0 then return {3, tostring(wait)} end
+return {0}
 """
 )
 
@@ -85,6 +130,43 @@ return redis.call('ZCOUNT', index, ARGV[1], '+inf')
 _SAVE_SCRIPT = """
 if ARGV[1] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], unpack(ARGV, 5))
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+return 1
+"""
+
+# Take a session's lock and read the session, in one call (``use``). KEYS: state hash, lock. ARGV:
+# the lock's token, its lease in ms, the environment's name, the version cached here ('' if none).
+# Returns 0 if no such session in this environment (the lock is not taken), 1 if another holds the
+# lock, 2 if taken and the cached version is current, else {task, ver, handle, episode, state}.
+_USE_SCRIPT = """
+local m = redis.call('HMGET', KEYS[1], 'env', 'ver')
+if m[1] ~= ARGV[3] then return 0 end
+if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+if m[2] == ARGV[4] then return 2 end
+local s = redis.call('HMGET', KEYS[1], 'task', 'ver', 'handle', 'episode', 'state')
+if not s[5] then
+  redis.call('DEL', KEYS[2])
+  return 0
+end
+return s
+"""
+
+# End a use of a session: save its state (if given) only while the caller still holds its lock,
+# renew its time-to-live and index score, and release the lock, in one call. A session gone
+# meanwhile (closed by another request, or expired) is not brought back. KEYS: state hash, index,
+# lock. ARGV: token, ttl s, index score, session id, then (none for a read-only use, renewed
+# whether or not the lock is still ours) env, task, state, ver, episode and optionally handle.
+# 1 if done, 0 if the lock was lost (nothing saved), 2 if the session was gone (nothing written).
+_FINISH_SCRIPT = """
+local ours = redis.call('GET', KEYS[3]) == ARGV[1]
+if ours then redis.call('DEL', KEYS[3]) end
+if #ARGV > 4 and not ours then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 0 then return 2 end
+if #ARGV > 4 then
+  redis.call('HSET', KEYS[1], 'env', ARGV[5], 'task', ARGV[6], 'state', ARGV[7], 'ver', ARGV[8], 'episode', ARGV[9])
+  if ARGV[10] then redis.call('HSET', KEYS[1], 'handle', ARGV[10]) end
+end
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
 return 1
@@ -111,6 +193,7 @@ class RedisStore(SessionStore):
         lease_s: float = LEASE_S,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
         reply_timeout_s: float = REPLY_TIMEOUT_S,
+        limits: ClientLimits | None = None,
     ) -> None:
         """Connect to Redis lazily (``start`` checks it answers).
 
@@ -124,6 +207,7 @@ class RedisStore(SessionStore):
             reap_interval_s=reap_interval_s,
             evaluation_ttl_s=evaluation_ttl_s,
             max_evaluations=max_evaluations,
+            limits=limits,
         )
         try:
             import redis
@@ -149,8 +233,11 @@ class RedisStore(SessionStore):
         self.lease_s = lease_s
         self._open_script = self._redis.register_script(_OPEN_SCRIPT)
         self._open_session_script = self._redis.register_script(_OPEN_SESSION_SCRIPT)
+        self._admit_script = self._redis.register_script(_ADMIT_SCRIPT)
         self._count_script = self._redis.register_script(_COUNT_SCRIPT)
         self._save_script = self._redis.register_script(_SAVE_SCRIPT)
+        self._use_script = self._redis.register_script(_USE_SCRIPT)
+        self._finish_script = self._redis.register_script(_FINISH_SCRIPT)
         # The heartbeat runs in a thread with a client of its own (same bounded timeouts).
         heartbeat_client = redis.Redis.from_url(
             url, socket_connect_timeout=connect_timeout_s, socket_timeout=reply_timeout_s
@@ -254,19 +341,47 @@ class RedisStore(SessionStore):
         pipe.sadd(self.worker.slots_key, *[s.id for s in sessions])
         pipe.execute()
 
-    async def _reserve(self, session_id: str, kind: Kind) -> None:
+    def _client_keys(self, client: str) -> tuple[str, str]:
+        """The client's set of sessions and its rate bucket."""
+        return f"{self._prefix}:c:{client}", f"{self._prefix}:r:{client}"
+
+    def _refusal(self, reply: list[Any], client: str) -> Exception | None:
+        """The error for a refusing reply of the open or admit script, else None."""
+        kind = int(reply[0])
+        if kind == 1:
+            return CapacityError(int(reply[1]), self.max_sessions)
+        if kind == 2:
+            soonest = float(reply[2]) if reply[2] not in (b"false", "false") else time.time()
+            return ClientQuotaError(client, int(reply[1]), self.limits.per_client, soonest - time.time())
+        if kind == 3:
+            return RateLimitError(client, self.limits.rate, self.limits.burst, float(reply[1]))
+        return None
+
+    async def admit(self, client: str = LOCAL_CLIENT) -> None:
+        """Check the global capacity and ``client``'s quota, and take one of its rate tokens, in Redis."""
+        limits = self.limits
+        keys = [self._index, self.worker.workers_key, *self._client_keys(client)]
+        args: list[Any] = [time.time(), self.max_sessions, self._prefix, limits.per_client, limits.rate, limits.burst]
+        with self._reachable():
+            refused = self._refusal(await self._admit_script(keys=keys, args=args), client)
+        if refused is not None:
+            raise refused
+
+    async def _reserve(self, session_id: str, kind: Kind, client: str) -> None:
         now = time.time()
-        keys = [self._index, self.worker.workers_key]
-        args: list[Any] = [now, self.max_sessions, now + self.ttl_s, session_id, self._prefix]
+        keys = [self._index, self.worker.workers_key, self._client_keys(client)[0]]
+        client_ttl = max(86400, round(self.ttl_s * 4))  # outlives its sessions' usual life (stale ids are dropped)
+        args: list[Any] = [now, self.max_sessions, now + self.ttl_s, session_id, self._prefix,
+                           self.limits.per_client, client_ttl]  # fmt: skip
         if kind == "ws":  # a slot only this worker can serve: a lease that dies with the worker
             keys += [self.worker.key, self.worker.slots_key]
             args += [self.worker.lease_ms, self.worker.worker_id]
             if not self.worker.running():
                 self.worker.start()
         with self._reachable():
-            result = int(await self._open_session_script(keys=keys, args=args))
-        if result < 0:
-            raise CapacityError(-result - 1, self.max_sessions)
+            refused = self._refusal(await self._open_session_script(keys=keys, args=args), client)
+        if refused is not None:
+            raise refused
 
     async def open(
         self,
@@ -276,10 +391,11 @@ class RedisStore(SessionStore):
         kind: Kind,
         on_evict: Callable[[], Awaitable[None]] | None = None,
         handle: str | None = None,
+        client: str = LOCAL_CLIENT,
     ) -> Session:
         """Reserve a slot in Redis; an HTTP session's state is written there at once."""
-        session = Session(new_session_id(), env_name, env, kind, on_evict=on_evict, handle=handle)
-        await self._reserve(session.id, kind)
+        session = Session(new_session_id(), env_name, env, kind, on_evict=on_evict, handle=handle, client=client)
+        await self._reserve(session.id, kind, client)
         if kind == "ws":
             self._local[session.id] = session
             return session
@@ -293,94 +409,129 @@ class RedisStore(SessionStore):
         self._cache[session.id] = session
         return session
 
-    async def _save(self, session: Session, lock: RedisLease | None = None) -> None:
-        """Write the session's state (only while ``lock``, when given, is still ours)."""
+    async def _save(self, session: Session, lock: RedisLease | None = None, *, write: bool = True) -> bool:
+        """Write the session's state; with ``lock``, only while it is still ours, releasing it in the same call.
+
+        ``write=False`` (with ``lock``): write nothing, only renew the session's time-to-live and
+        release. ``SessionBusyError`` if the lock was lost (nothing written); False if the session
+        was gone (closed or expired while in use: not brought back), else True.
+        """
         key = self._key(session.id)
-        state = session.env.state().model_dump_json()
-        mapping: dict[str, Any] = {
-            "env": session.env_name,
-            "task": session.env.spec.id,
-            "state": state,
-            "ver": session.version,
-        }
-        if session.handle is not None:
-            mapping["handle"] = session.handle
-        mapping["episode"] = session.episode_id
-        fields = [item for pair in mapping.items() for item in pair]
-        token = "" if lock is None else lock.token
-        lock_key = self._lock_key(session.id)
-        args = [token, max(1, round(self.ttl_s)), time.time() + self.ttl_s, session.id, *fields]
-        with self._reachable():
-            saved = int(await self._save_script(keys=[key, self._index, lock_key], args=args))
-        if not saved:
+        ttl, score = max(1, round(self.ttl_s)), time.time() + self.ttl_s
+        if lock is None:  # a new session: no one else can know it yet
+            mapping: dict[str, Any] = {
+                "env": session.env_name,
+                "task": session.env.spec.id,
+                "state": session.env.state().model_dump_json(),
+                "ver": session.version,
+            }
+            if session.handle is not None:
+                mapping["handle"] = session.handle
+            mapping["episode"] = session.episode_id
+            fields = [item for pair in mapping.items() for item in pair]
+            args: list[Any] = ["", ttl, score, session.id, *fields]
+            keys = [key, self._index, self._lock_key(session.id)]
+            with self._reachable():
+                result = int(await self.worker.run(self._save_script, keys, args))
+        else:
+            args = [lock.token, ttl, score, session.id]
+            if write:
+                env = session.env
+                args += [session.env_name, env.spec.id, env.state().model_dump_json(), session.version]
+                args.append(session.episode_id)
+                if session.handle is not None:
+                    args.append(session.handle)
+            with self._reachable():
+                result = int(await self.worker.run(self._finish_script, [key, self._index, lock.key], args))
+            lock.released()  # deleted by the script, or no longer ours
+        if result == 0:
             raise SessionBusyError(
                 f"session {session.id} was not saved: its lock lapsed while this request ran (the process "
                 "stalled for longer than the lease) and another request may have moved it on; retry"
             )
+        return result == 1
 
     def _lock_key(self, session_id: str) -> str:
         return f"{self._prefix}:lock:{session_id}"
 
     @contextlib.asynccontextmanager
     async def use(self, session_id: str, env_name: str, *, write: bool = True) -> AsyncIterator[Session]:
-        """Lock the session across processes, load it (from cache if current), save it after."""
+        """Lock the session across processes, load it (from cache if current), save it after.
+
+        Two Redis calls a use: one script takes the lock and reads the session (its state only when
+        the copy cached here is stale), one saves it (``write``) and releases the lock.
+        """
         if not _SESSION_ID.match(session_id) or session_id in self._local:
             raise SessionNotFoundError(session_id, env_name)
         local_lock = self._locks.setdefault(session_id, asyncio.Lock())
-        async with local_lock:
-            # A lease renewed by this worker's heartbeat: it lapses within ``lease_s`` if the worker dies.
-            lock = self.worker.lock(self._lock_key(session_id), wait_s=self._lock_timeout_s)
-            with self._reachable():
-                acquired = await lock.acquire()
-            if not acquired:
-                raise SessionBusyError(f"session {session_id} stayed locked for {self._lock_timeout_s}s; retry")
-            try:
-                session = await self._load(session_id, env_name)
-                session.busy += 1
-                try:
-                    yield session
-                except BaseException:
-                    # The episode may be half-changed: never trust this copy again.
-                    self._cache.pop(session_id, None)
-                    raise
-                finally:
-                    session.busy -= 1
-                if write:
-                    session.version += 1
-                    try:
-                        await self._save(session, lock)
-                    except (StoreUnavailableError, SessionBusyError):
-                        self._cache.pop(session_id, None)  # this step is not stored: forget it here too
-                        raise
-                else:
-                    pipe = self._redis.pipeline(transaction=False)
-                    pipe.expire(self._key(session_id), max(1, round(self.ttl_s)))
-                    pipe.zadd(self._index, {session_id: time.time() + self.ttl_s})
-                    with self._reachable():
-                        await pipe.execute()
-                session.touch()
-            finally:
-                await lock.release()  # never raises: the lease lapses by itself if Redis went away
-        if not local_lock.locked() and session_id not in self._cache:
-            self._locks.pop(session_id, None)
+        try:
+            async with local_lock:
+                # A lease renewed by this worker's heartbeat: it lapses within ``lease_s`` if the worker dies.
+                lock = self.worker.lock(self._lock_key(session_id), wait_s=self._lock_timeout_s)
+                key = self._key(session_id)
 
-    async def _load(self, session_id: str, env_name: str) -> Session:
-        with self._reachable():
-            env_field, task, version, handle, episode = await self._redis.hmget(
-                self._key(session_id), "env", "task", "ver", "handle", "episode"
-            )
-        if env_field is None or env_field.decode() != env_name:
-            self._cache.pop(session_id, None)
+                async def attempt() -> tuple[bool, Any]:
+                    cached = self._cache.get(session_id)
+                    cached_ver = "" if cached is None else cached.version
+                    args: list[Any] = [lock.token, self.worker.lease_ms, env_name, cached_ver]
+                    reply: Any = await self.worker.run(self._use_script, [key, lock.key], args)
+                    if reply == 0:  # not taken: nothing to release
+                        self._cache.pop(session_id, None)
+                        raise SessionNotFoundError(session_id, env_name)
+                    return reply != 1, reply
+
+                with self._reachable():
+                    acquired, reply = await lock.acquire_with(attempt)
+                if not acquired or reply is None:
+                    raise SessionBusyError(f"session {session_id} stayed locked for {self._lock_timeout_s}s; retry")
+                try:
+                    session = await self._load(session_id, env_name, reply)
+                    session.busy += 1
+                    try:
+                        yield session
+                    except BaseException:
+                        # The episode may be half-changed: never trust this copy again.
+                        self._cache.pop(session_id, None)
+                        raise
+                    finally:
+                        session.busy -= 1
+                    if write:
+                        session.version += 1
+                    try:
+                        kept = await self._save(session, lock, write=write)
+                    except (StoreUnavailableError, SessionBusyError):
+                        if write:
+                            self._cache.pop(session_id, None)  # this step is not stored: forget it here too
+                        raise
+                    if not kept:
+                        self._cache.pop(session_id, None)  # closed or expired meanwhile: let it go
+                    session.touch()
+                finally:
+                    await lock.release()  # a no-op once released by the save; never raises
+        finally:
+            if not local_lock.locked() and session_id not in self._cache:
+                self._locks.pop(session_id, None)
+
+    async def _load(self, session_id: str, env_name: str, reply: Any) -> Session:
+        """The session the use script's ``reply`` describes: the cached copy if current, else rebuilt.
+
+        ``reply`` is 2 when the version cached here is current, else the stored task, version,
+        handle, episode id and state.
+        """
+        cached = self._cache.get(session_id)
+        if reply == 2:
+            if cached is not None:
+                return cached
+            # The copy the script was told of was dropped meanwhile (closed here): read it again.
+            with self._reachable():
+                reply = await self._redis.hmget(self._key(session_id), "task", "ver", "handle", "episode", "state")
+        task, version, handle, episode, state_json = reply
+        if state_json is None:
             raise SessionNotFoundError(session_id, env_name)
         ver = int(version)
-        cached = self._cache.get(session_id)
         if cached is not None and cached.version == ver:
             return cached
         # Another process moved the episode on (or we never saw it): rebuild it from its state.
-        with self._reachable():
-            state_json = await self._redis.hget(self._key(session_id), "state")
-        if state_json is None:
-            raise SessionNotFoundError(session_id, env_name)
         env = self._factory(task.decode())
         env.load_state(env.state_type.model_validate_json(state_json))
         session = Session(
