@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 from collections.abc import Iterator
 
 import pytest
+from websockets.sync.client import connect
 
 import integrity_gym
 from integrity_gym.client import AsyncRemoteEnv, EpisodeNotDoneError, RemoteEnv, SessionLostError
@@ -167,3 +169,27 @@ def test_async_clients_share_one_event_loop(server: ServerProcess) -> None:
         assert grade == local.grade().model_dump_json()
         scores.add(local.grade().score)
     assert scores == {0.0, 1.0}
+
+
+def test_the_last_step_brings_the_grade_and_grade_then_asks_nothing(server: ServerProcess) -> None:
+    """Kills: no grade in the terminal step's info over the server (OpenEnv clients would get only the
+    reward sum), a client that keeps it in info (remote steps would differ from in-process ones), and
+    a cached grade outliving its episode."""
+    for transport in ("ws", "http"):
+        with RemoteEnv(server.url, MINIMAL_TASK.id, spec=MINIMAL_TASK, transport=transport) as env:  # type: ignore[arg-type]
+            env.reset(seed=3)
+            last = env.step({"kind": "FINISH"})
+            assert last.done and "grade" not in last.info
+            local = MINIMAL_TASK.env_class()(MINIMAL_TASK)
+            local.reset(seed=3)
+            local.step({"kind": "FINISH"})
+            assert env.grade() == local.grade()
+            env.reset(seed=4)
+            with pytest.raises(EpisodeNotDoneError):  # not the last episode's grade
+                env.grade()
+    with connect(server.url.replace("http", "ws") + "/minimal/ws", proxy=None) as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"seed": 3}}))
+        ws.recv(timeout=10)
+        ws.send(json.dumps({"type": "step", "data": {"kind": "FINISH"}}))
+        metadata = json.loads(ws.recv(timeout=10))["data"]["metadata"]
+        assert metadata["grade"] == local.grade().model_dump(mode="json")

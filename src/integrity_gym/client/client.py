@@ -114,6 +114,7 @@ class AsyncRemoteEnv:
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.session_id: str | None = None
         self._last_obs: Any = None
+        self._final_grade: Grade | None = None
         self._closed = False
         self._fatal = False
         self._ws: Any = None
@@ -138,11 +139,16 @@ class AsyncRemoteEnv:
     def _on_observation(self, data: Mapping[str, Any]) -> Any:
         obs = self.observation_type.model_validate(data)
         self._last_obs = obs
+        self._final_grade = None  # a new episode
         return obs
 
     def _on_step(self, data: Mapping[str, Any], info_key: str) -> StepResult[Any]:
         result = parse_step(self.observation_type, data, info_key=info_key)
         self._last_obs = result.observation
+        # The server sends the grade with the step that ends the episode: kept for grade(), which then
+        # asks nothing, and taken out of info so that the step reads as in-process.
+        final = result.info.pop("grade", None) if result.done else None
+        self._final_grade = parse_grade(final) if isinstance(final, dict) else None
         return result
 
     def _on_state(self, data: Mapping[str, Any]) -> Any:
@@ -313,6 +319,8 @@ class AsyncRemoteEnv:
     async def grade(self) -> Grade:
         """Grade the finished episode (``EpisodeNotDoneError`` before, unless holding the admin token)."""
         self._require_started()
+        if self._final_grade is not None:
+            return self._final_grade
         if self.transport == "ws":
             return parse_grade(await self._ws_call({"type": "grade"}))
         return parse_grade(await self._http_call("GET", f"/grade/{self.session_id}", repeatable=True))

@@ -396,7 +396,9 @@ class EnvService:
         """Apply ``action`` (in the dialect) to ``session``'s env; a string nested too deep is refused (422).
 
         The env judges any other action exactly as in-process (a malformed one is a step with
-        ``info['error']``) and raises its own errors (``EpisodeFinishedError``). Under a profile the
+        ``info['error']``) and raises its own errors (``EpisodeFinishedError``); the step that ends
+        an episode also carries its grade in ``info['grade']`` (``metadata`` over the WebSocket),
+        except on a sealed server, whose grades wait for the evaluation's close. Under a profile the
         grade of an episode that ends is kept for ``client`` (the seed client's ``POST /grade``).
         On a sealed server use ``step_recorded``, which records the episode's end.
         """
@@ -409,7 +411,9 @@ class EnvService:
             action, recorded = profile.action(action, session.env)
         result = session.env.step(action)
         if profile is None and not self.sealed:
-            return Shown(result.observation, result.reward, result.done, result.info, False)
+            # The grade of an episode that ends rides on its last step (OpenEnv clients read nothing else).
+            info = {**result.info, "grade": session.env.grade().model_dump(mode="json")} if result.done else result.info
+            return Shown(result.observation, result.reward, result.done, info, False)
         if result.done and client is not None and profile is not None and not self.sealed:
             self.remember_grade(client, session.env.grade().model_dump_json())
         return self.show(session, result.observation, result.reward, result.info, recorded, step=True)
