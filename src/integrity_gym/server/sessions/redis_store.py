@@ -54,26 +54,36 @@ redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
 return n + 1
 """
 
-# Capacity of sessions and the client's quota, after freeing dead workers' slots. KEYS: index,
-# workers set, the client's set of sessions, and for a WebSocket session this worker's heartbeat
-# key and slot set. ARGV: now, maximum, expiry, session id, key prefix, the client's quota (0: none),
-# the client set's time-to-live, and for a WebSocket session the lease in ms and this worker's id.
-# Returns {0} when registered, {1, open} at capacity, {2, live, soonest expiry} at the client's quota.
-_OPEN_SESSION_SCRIPT = (
-    """
-local index, workers, cset, prefix, now = KEYS[1], KEYS[2], KEYS[3], ARGV[5], tonumber(ARGV[1])
-"""
-    + RECLAIM_LUA
+# Lua: is there room for one more session of this client (after freeing dead workers' slots and
+# expired sessions)? Expects ``index``, ``workers``, ``prefix``, ``cset``, ``now``, ``maximum`` and
+# ``quota`` as locals; returns {1, open} at capacity and {2, live, soonest expiry} at the quota.
+_ROOM_LUA = (
+    RECLAIM_LUA
     + """
-redis.call('ZREMRANGEBYSCORE', index, '-inf', ARGV[1])
+redis.call('ZREMRANGEBYSCORE', index, '-inf', now)
 local n = redis.call('ZCARD', index)
-if n >= tonumber(ARGV[2]) then return {1, n} end
-if tonumber(ARGV[6]) > 0 then
+if n >= maximum then return {1, n} end
+if quota > 0 then
 """
     + CLIENT_LIVE_LUA
     + """
-  if live >= tonumber(ARGV[6]) then return {2, live, tostring(soonest)} end
+  if live >= quota then return {2, live, tostring(soonest)} end
 end
+"""
+)
+
+# Register a session if there is room (``_ROOM_LUA``). KEYS: index, workers set, the client's set of
+# sessions, and for a WebSocket session this worker's heartbeat key and slot set. ARGV: now,
+# maximum, expiry, session id, key prefix, the client's quota (0: none), the client set's
+# time-to-live, and for a WebSocket session the lease in ms and this worker's id. Returns {0} when
+# registered, else the room check's refusal.
+_OPEN_SESSION_SCRIPT = (
+    """
+local index, workers, cset, prefix = KEYS[1], KEYS[2], KEYS[3], ARGV[5]
+local now, maximum, quota = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[6])
+"""
+    + _ROOM_LUA
+    + """
 redis.call('ZADD', index, ARGV[3], ARGV[4])
 redis.call('SADD', cset, ARGV[4])
 redis.call('EXPIRE', cset, ARGV[7])
@@ -86,26 +96,16 @@ return {0}
 """
 )
 
-# May a client open a session now: capacity, its quota, then one token of its rate. KEYS: index,
+# May a client open a session now: room (``_ROOM_LUA``), then one token of its rate. KEYS: index,
 # workers set, the client's set, its bucket. ARGV: now, maximum, prefix, quota, rate, burst.
-# Returns {0} when a token was taken, {1, open}, {2, live, soonest expiry} or {3, seconds to wait}.
+# Returns {0} when a token was taken, the room check's refusal, or {3, seconds to wait}.
 _ADMIT_SCRIPT = (
     """
 local index, workers, cset, bucket, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[3]
-local now, rate, burst = tonumber(ARGV[1]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local now, maximum, quota = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
+local rate, burst = tonumber(ARGV[5]), tonumber(ARGV[6])
 """
-    + RECLAIM_LUA
-    + """
-redis.call('ZREMRANGEBYSCORE', index, '-inf', ARGV[1])
-local n = redis.call('ZCARD', index)
-if n >= tonumber(ARGV[2]) then return {1, n} end
-if tonumber(ARGV[4]) > 0 then
-"""
-    + CLIENT_LIVE_LUA
-    + """
-  if live >= tonumber(ARGV[4]) then return {2, live, tostring(soonest)} end
-end
-"""
+    + _ROOM_LUA
     + BUCKET_LUA
     + """
 if wait > 0 then return {3, tostring(wait)} end
