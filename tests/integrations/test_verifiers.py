@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -50,7 +51,9 @@ def vf_eval(
         "--client.base-url", base_url, "--model", model, "--no-push", "--output-dir", str(out),
         *options,
     ]  # fmt: skip
-    proc = subprocess.run(command, cwd=out, capture_output=True, text=True, timeout=timeout)
+    # As a user runs it, from the activated environment: verifiers finds uv (the extra's) on PATH.
+    env = {**os.environ, "PATH": f"{VF_EVAL.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.run(command, cwd=out, capture_output=True, text=True, timeout=timeout, env=env)
     assert proc.returncode == 0, f"vf-eval exited {proc.returncode}:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     files = list(out.rglob("traces.jsonl"))
     assert len(files) == 1, files
