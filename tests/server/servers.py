@@ -63,6 +63,10 @@ def start_server(
     if admin_token is not None:
         env["IGYM_ADMIN_TOKEN"] = admin_token
     env.update(extra_env or {})
+    if "--session-rate" not in args:
+        # Tests open sessions as fast as the machine goes: the per-client rate would make them depend
+        # on its speed. Tests of the rate pass their own (test_fair_capacity.py).
+        args = [*args, "--session-rate", "0"]
     if cli:
         cmd = [sys.executable, "-m", "integrity_gym", "serve", "--host", "127.0.0.1", "--port", "0", *args]
     else:

@@ -71,7 +71,7 @@ PREFIXES = {None: [f"/{env}" for env in ENV_NAMES], "seed000": ["", "/informatio
 
 @pytest.fixture(scope="module", params=[None, "seed000", "seed001"])
 def client(request: pytest.FixtureRequest) -> Iterator[tuple[TestClient, list[str]]]:
-    config = ServerConfig(admin_token=ADMIN_TOKEN, max_sessions=64, profile=request.param)
+    config = ServerConfig(admin_token=ADMIN_TOKEN, max_sessions=64, session_rate=0, profile=request.param)
     with TestClient(create_app(tasks=SERVED, config=config), raise_server_exceptions=False) as test_client:
         yield test_client, PREFIXES[request.param]
 

@@ -43,7 +43,9 @@ SETTINGS = hypothesis.settings(
     suppress_health_check=list(HealthCheck),
 )
 
-app = create_app(tasks=SERVED, config=ServerConfig(admin_token=ADMIN_TOKEN, max_sessions=64, session_ttl_s=30))
+app = create_app(
+    tasks=SERVED, config=ServerConfig(admin_token=ADMIN_TOKEN, max_sessions=64, session_ttl_s=30, session_rate=0)
+)
 # Only our own links (link inference would make collect → reset a link and reset no longer a start);
 # no cache on disk; a fixed seed for schemathesis' own choices.
 CONFIG = SchemathesisConfig.from_dict(

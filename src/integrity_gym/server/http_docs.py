@@ -143,6 +143,10 @@ def reset_responses(name: str, sealed: bool) -> Responses:
         200: {"description": "The new session and its first observation.", "links": links},
         **BODY_ERRORS,
         **CROSS_SITE_ERRORS,
+        429: doc(
+            "CLIENT_QUOTA_REACHED, RATE_LIMITED",
+            "This client holds its quota of sessions, or opens them too fast; retry after Retry-After",
+        ),
         503: doc("CAPACITY_REACHED, SESSION_STORE_UNAVAILABLE", "At capacity, or the session store is down"),
         **(SEALED_RESET_ERRORS if sealed else {}),
     }
