@@ -38,6 +38,7 @@ def test_settings_come_from_the_reference_variables_and_hide_the_key() -> None:
         {},
         {"seed": None, "max_steps": 4, "prefill": '{"verdict": ', "images": False, "temperature": 0.35},
         {"seed": 0, "response_format": "none", "retries": 0, "timeout_s": 1.5},
+        {"conversation": True, "prefill": '{"type": "'},
     ],
 )
 def test_the_variables_written_read_back_as_the_same_settings(settings: dict[str, object]) -> None:
@@ -64,6 +65,37 @@ def test_each_step_sends_a_strict_schema_and_records_tokens_and_latency() -> Non
     assert record["parse"] == "ok" and record["attempts"] == 1
     assert agent.pop_step_record() is None
     assert env.step(action).info["error"] is None
+
+
+@pytest.mark.parametrize("conversation", [False, True])
+def test_conversation_mode_sends_the_whole_episode_and_the_default_each_observation_alone(
+    conversation: bool,
+) -> None:
+    # Kills: history kept without the mode (or dropped with it), the reply's prefill missing from its turn,
+    # a later observation's system message replacing the first, the feedback left out of the next turn.
+    env = make("information_integrity/easy-v3")
+    obs = env.reset(seed=2)
+    prefill = '{"type": "'
+    replies = ['verify_claim", "target": "claim_1"}', "no idea", 'decide", "decision": "allow"}']
+    over = {"prefill": prefill, "conversation": conversation}
+    with openai_stub([completion(r) for r in replies]) as (url, stub):
+        agent = LLMAgent(env, 0, settings=settings(url, **over))
+        users = []
+        for _ in replies:
+            users.append(agent.adapter.user(obs, agent._feedback))
+            result = env.step(agent.act(obs))
+            agent.observe(result)
+            obs = result.observation
+    sent = [r["messages"] for r in stub.requests]
+    system = {"role": "system", "content": agent.adapter.system(env.spec, env.reset(seed=2))}
+    start = {"role": "assistant", "content": prefill}
+    for k, messages in enumerate(sent):
+        earlier = [
+            turn for u, r in zip(users[:k], replies[:k], strict=True)
+            for turn in ({"role": "user", "content": u}, {"role": "assistant", "content": prefill + r})
+        ] if conversation else []  # fmt: skip
+        assert messages == [system, *earlier, {"role": "user", "content": users[k]}, start]
+    assert "rejected" in users[2] or "no JSON" in users[2]
 
 
 def test_a_malformed_reply_becomes_a_rejected_penalised_step() -> None:

@@ -14,6 +14,12 @@ a recorded, penalised step, never a crash. Tokens and latency of every call are 
 model continues: the prefix goes as a last assistant message, is put back in front of the reply
 before it is read, and no ``response_format`` is sent with it (a grammar would restart the object).
 ``igym train`` renders its prompts from the same messages, so a model is evaluated as it was trained.
+
+Each request carries one observation, which holds what the episode has shown so far. With
+``LLM_CONVERSATION=1`` the agent instead sends the whole episode as one conversation: the system
+message, then every earlier observation and reply as user and assistant turns, then the new
+observation. Multi-step ``igym train`` trains on exactly these conversations (``train.rollout``), so
+a trained policy is evaluated with the context it was trained in.
 """
 
 from __future__ import annotations
@@ -73,6 +79,9 @@ class LLMSettings(BaseModel):
     prefill: str | None = Field(
         None, description="Start of the assistant's reply, continued by the model (LLM_PREFILL)."
     )
+    conversation: bool = Field(
+        False, description="Send the episode as one conversation, not each observation alone (LLM_CONVERSATION=1)."
+    )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> LLMSettings:
@@ -90,7 +99,9 @@ class LLMSettings(BaseModel):
         if prefill := env.get("LLM_PREFILL"):  # not stripped: a prefix may end in a space
             values["prefill"] = prefill
         if (images := get("LLM_IMAGES")) is not None:
-            values["images"] = images.lower() not in {"0", "false", "no", "off"}
+            values["images"] = _flag(images)
+        if (conversation := get("LLM_CONVERSATION")) is not None:
+            values["conversation"] = _flag(conversation)
         if get("RETRY_ON_TRANSIENT_ERRORS") in {"0", "false", "no"} and "retries" not in values:
             values["retries"] = 0
         values["api_key"] = get("HF_TOKEN") or get("OPENAI_API_KEY")
@@ -119,7 +130,13 @@ class LLMSettings(BaseModel):
         out["LLM_IMAGES"] = "1" if self.images else "0"
         if self.prefill:
             out["LLM_PREFILL"] = self.prefill
+        if self.conversation:
+            out["LLM_CONVERSATION"] = "1"
         return out
+
+
+def _flag(value: str) -> bool:
+    return value.lower() not in {"0", "false", "no", "off"}
 
 
 def make_client(settings: LLMSettings) -> Any:
@@ -170,9 +187,18 @@ def read_action(adapter: PromptAdapter, text: str, observation: Any) -> tuple[An
     return action, parse, None
 
 
-def prompt_messages(system: str, user: Any, prefill: str | None = None) -> list[dict[str, Any]]:
-    """The chat messages of one step: system, user and, with a prefill, the reply's start to continue."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+def prompt_messages(
+    system: str, user: Any, prefill: str | None = None, history: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The chat messages of one step: system, earlier turns, user and, with a prefill, the reply's start.
+
+    ``history`` holds the earlier user and assistant messages (conversation mode); none by default.
+    """
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": system},
+        *(history or []),
+        {"role": "user", "content": user},
+    ]
     if prefill:
         messages.append({"role": "assistant", "content": prefill})
     return messages
@@ -204,20 +230,27 @@ class LLMAgent:
         self._feedback: str | None = None
         self._parse_error: str | None = None
         self._record: dict[str, Any] | None = None
+        #: Conversation mode: the episode's system message and its turns so far (user, assistant, ...).
+        self._system: str | None = None
+        self._history: list[dict[str, Any]] = []
         self.seed = seed
 
     # ------------------------------------------------------------------ agent protocol
     def act(self, observation: Any) -> Any:
         """Ask the model for the next action of ``observation``."""
         system = self.adapter.system(self.spec, observation)
+        if self.settings.conversation:  # one conversation: the first observation's system message stays
+            system = self._system = self._system or system
         user = self.adapter.user(observation, self._feedback)
         if not self._images and not isinstance(user, str):
             user = self.adapter.text_only(observation) or text_of(user)
         started = time.perf_counter()
-        text, usage, attempts = self._complete(system, user, observation)
+        text, usage, attempts, user = self._complete(system, user, observation)
         prefill = self.settings.prefill
         if prefill and not text.startswith(prefill):  # the endpoint returns only the continuation
             text = prefill + text
+        if self.settings.conversation:
+            self._history += [{"role": "user", "content": user}, {"role": "assistant", "content": text}]
         latency = time.perf_counter() - started
         action, parse, error = read_action(self.adapter, text, observation)
         self._parse_error = error
@@ -248,8 +281,16 @@ class LLMAgent:
         record, self._record = self._record, None
         return record
 
+    def messages(self, system: str, user: Any) -> list[dict[str, Any]]:
+        """The chat messages the next request sends for ``system`` and ``user``.
+
+        With the earlier turns in conversation mode, and the prefill when there is one.
+        """
+        return prompt_messages(system, user, self.settings.prefill, self._history)
+
     # ------------------------------------------------------------------ calling the endpoint
-    def _complete(self, system: str, user: Any, observation: Any) -> tuple[str, dict[str, int], int]:
+    def _complete(self, system: str, user: Any, observation: Any) -> tuple[str, dict[str, int], int, Any]:
+        """``(reply, token counts, attempts, the user message sent)``: a refused picture is sent as text."""
         from openai import APIConnectionError, APIStatusError, APITimeoutError
 
         attempts = 0
@@ -280,13 +321,13 @@ class LLMAgent:
             counts = {}
             if usage is not None:
                 counts = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
-            return text, counts, attempts
+            return text, counts, attempts, user
 
     def _request(self, system: str, user: Any, observation: Any) -> dict[str, Any]:
         s = self.settings
         kwargs: dict[str, Any] = {
             "model": s.model_name,
-            "messages": prompt_messages(system, user, s.prefill),
+            "messages": self.messages(system, user),
             "temperature": s.temperature,
             "max_tokens": s.max_tokens,
             "timeout": s.timeout_s,
