@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from integrity_gym import make
-from integrity_gym.agents.llm import LLMSettings, read_action
+from integrity_gym.agents.llm import LLMSettings, prompt_messages, read_action
 from integrity_gym.agents.prompts import get_adapter
 from integrity_gym.bench.local_llm import model_path
 from integrity_gym.bench.runner import BenchConfig, play_episode
@@ -50,24 +50,32 @@ def tokenizer() -> Any:
     return load_tokenizer()
 
 
-def _rollout(tokenizer: Any, tmp_path: Path, max_turns: int) -> tuple[EpisodeRollout, list[list[int]]]:
+def _rollout(tokenizer: Any, tmp_path: Path, max_turns: int) -> tuple[EpisodeRollout, list[list[int]], list[list[int]]]:
+    """A rollout whose sampler replays ``SCRIPT``; with the sampled tokens and the sequences sampled from."""
     config = TrainConfig(task=TASK, max_turns=max_turns, max_new_tokens=16)
-    rollout = EpisodeRollout(config, tokenizer, tmp_path / "log.jsonl", "scripted")
     sampled: list[list[int]] = []
+    seen: list[list[int]] = []
     script = list(SCRIPT)
 
     def generate(ids: list[int]) -> list[int]:
         text, closed = script.pop(0)
         out = tokenizer(text, add_special_tokens=False)["input_ids"] + ([tokenizer.eos_token_id] if closed else [])
+        seen.append(list(ids))
         sampled.append(out)
         return list(out)
 
+    class Scripted(EpisodeRollout):
+        def sampler(self, trainer: Any) -> Any:
+            assert trainer == "the trainer"
+            return generate
+
+    rollout = Scripted(config, tokenizer, tmp_path / "log.jsonl", "scripted")
     rollout.recorder.generate = generate
-    return rollout, sampled
+    return rollout, sampled, seen
 
 
 def test_an_episode_is_one_sequence_masked_to_the_sampled_tokens(tokenizer: Any, tmp_path: Path) -> None:
-    rollout, sampled = _rollout(tokenizer, tmp_path, max_turns=6)
+    rollout, sampled, _ = _rollout(tokenizer, tmp_path, max_turns=6)
     assert rollout.config.prefill == PREFILL  # the task's default
     rollout.rows(range(3, 4))
     with rollout.serving():
@@ -93,24 +101,38 @@ def test_an_episode_is_one_sequence_masked_to_the_sampled_tokens(tokenizer: Any,
 def test_the_observations_are_the_llm_agents_own_and_the_reward_is_the_envs_grade(
     tokenizer: Any, tmp_path: Path
 ) -> None:
-    rollout, _ = _rollout(tokenizer, tmp_path, max_turns=6)
+    rollout, _, seen = _rollout(tokenizer, tmp_path, max_turns=6)
     rollout.rows(range(3, 4))
     with rollout.serving():
         entry, tokens = rollout.play(3)
-    # The unchanged llm agent, played by the runner against a stub giving the same replies, sends these turns.
-    settings = LLMSettings.from_env({"LLM_PREFILL": PREFILL, "LLM_IMAGES": "0"}, retries=0)
+    # The llm agent in conversation mode, played by the runner against a stub giving the same replies (the
+    # continuations alone, as llama.cpp answers), sends these conversations.
+    settings = LLMSettings.from_env({"LLM_PREFILL": PREFILL, "LLM_IMAGES": "0", "LLM_CONVERSATION": "1"}, retries=0)
     with openai_stub([completion(text) for text, _ in SCRIPT]) as (url, stub):
         bench = BenchConfig.build(tasks=TASK, agent="llm", seeds=(3,), partition="train", max_steps=6)
         record = play_episode(
             get_spec(TASK), bench, 0, 3, llm_settings=settings.model_copy(update={"api_base_url": url})
         )
+    sent = [r["messages"] for r in stub.requests]
+    assert sent[-1][:-1] == tokens.conversation[:-1] and sent[-1][-1] == {"role": "assistant", "content": PREFILL}
+    # The tokens each sampling step saw are the tokens of the conversation the evaluation sends at that turn.
+    assert len(seen) == len(sent) == 4
+    for ids, messages in zip(seen, sent, strict=True):
+        assert ids == tokenizer(render(tokenizer, messages), add_special_tokens=False)["input_ids"]
     users = [m["content"] for m in tokens.conversation if m["role"] == "user"]
-    assert users == [r["messages"][1]["content"] for r in stub.requests]
     assert "rejected" in users[2] and "rejected" not in users[1]  # the unreadable reply's error is shown next
-    assert tokens.conversation[0]["content"] == stub.requests[0]["messages"][0]["content"]
     assert record.score == entry["grade"] and record.total_return == entry["return"]
     # Replayed in-process, step by step, the replies earn the logged grade and return.
     assert _replay(entry["replies"], 3) == (entry["grade"], entry["return"], True)
+
+
+def test_an_agent_that_sends_observations_alone_is_refused(tokenizer: Any, tmp_path: Path) -> None:
+    rollout, _, _ = _rollout(tokenizer, tmp_path, max_turns=6)
+    system, user = "rules", "first observation"
+    with rollout.recorder.recording():
+        rollout.recorder.complete({"messages": prompt_messages(system, user, PREFILL)})
+        with pytest.raises(ValueError, match="not the one the rollout recorded"):
+            rollout.recorder.complete({"messages": prompt_messages(system, "second observation", PREFILL)})
 
 
 def _replay(replies: list[str], seed: int) -> tuple[float, float, bool]:
@@ -126,18 +148,10 @@ def _replay(replies: list[str], seed: int) -> tuple[float, float, bool]:
 def test_trl_gets_one_row_per_prompt_capped_at_max_turns_and_the_reward_is_the_logged_grade(
     tokenizer: Any, tmp_path: Path
 ) -> None:
-    rollout, sampled = _rollout(tokenizer, tmp_path, max_turns=2)
-    scripted = rollout.recorder.generate
-    assert scripted is not None
-
-    class Trainer:  # the rollout samples through the trainer it is given; this one replays the script
-        def _generate_single_turn(self, ids: Any, images: Any, fields: Any, n: int) -> tuple[Any, None]:
-            assert images is None and fields == {} and n == 1 and len(ids) == 1
-            return [scripted(ids[0])], None
-
+    rollout, sampled, _ = _rollout(tokenizer, tmp_path, max_turns=2)
     (row,) = rollout.rows(range(3, 4))
     with rollout.serving():
-        out = rollout([row["prompt"]], Trainer())
+        out = rollout([row["prompt"]], "the trainer")
     assert set(out) == {"prompt_ids", "completion_ids", "env_mask", "episode", "logprobs"} and out["logprobs"] is None
     (entry,) = out["episode"]
     assert entry["turns"] == 2 and entry["truncated"] and len(sampled) == 2
@@ -154,7 +168,7 @@ def test_trl_gets_one_row_per_prompt_capped_at_max_turns_and_the_reward_is_the_l
 
 
 def test_a_prompt_that_is_not_a_training_row_is_refused(tokenizer: Any, tmp_path: Path) -> None:
-    rollout, _ = _rollout(tokenizer, tmp_path, max_turns=2)
+    rollout, _, _ = _rollout(tokenizer, tmp_path, max_turns=2)
     rollout.rows(range(3, 4))
     with pytest.raises(ValueError, match="not one of its training rows"), rollout.serving():
-        rollout(["some other prompt"], object())
+        rollout(["some other prompt"], "the trainer")

@@ -3,7 +3,8 @@
 The benchmark runner evaluates models through the ``llm`` agent, which talks to an endpoint;
 serving the model being trained this way evaluates it with exactly the agent, prompts, parsing and
 runner used for any other model. It answers ``GET /v1/models`` and ``POST /v1/chat/completions``
-(one request at a time; ``response_format`` is ignored). Greedy at temperature 0; at a higher
+(one request at a time; ``response_format`` is ignored; a request ending in an assistant message, a
+prefill, is answered with the whole reply, that message included). Greedy at temperature 0; at a higher
 temperature the request's ``seed`` seeds torch before sampling, so a run can be replayed.
 ``serve`` puts any completer behind the same routes: multi-step training serves its episode
 recorder (``rollout.EpisodeRecorder``) this way, so the runner plays training episodes too.
@@ -39,7 +40,8 @@ class _Generator:
 
     def complete(self, body: dict[str, Any]) -> tuple[str, int, int, str]:
         torch, tok = self.torch, self.tokenizer
-        prompt = render(tok, body["messages"])
+        messages = body["messages"]
+        prompt = render(tok, messages)
         inputs = tok(prompt, return_tensors="pt", add_special_tokens=False).to(self.model.device)
         temperature = float(body.get("temperature") or 0.0)
         kwargs: dict[str, Any] = {
@@ -57,6 +59,8 @@ class _Generator:
             out = self.model.generate(**inputs, **kwargs)
         new = out[0, inputs["input_ids"].shape[1] :]
         text = tok.decode(new, skip_special_tokens=True)
+        if messages[-1]["role"] == "assistant":  # the whole reply, as the rollout's recorder answers
+            text = messages[-1]["content"] + text
         finish = "stop" if len(new) and int(new[-1]) == tok.eos_token_id else "length"
         return text, int(inputs["input_ids"].shape[1]), len(new), finish
 

@@ -13,11 +13,13 @@ episode is played by ``bench.runner.play_episode`` with the ``llm`` agent, the t
 in-process endpoint (``endpoint.serve``) whose completer is ``EpisodeRecorder``. So each
 observation is worded by the agent's adapter (with the last rejection, as the agent sends it), each
 reply is read by the agent's ``read_action`` with the prefill put back, and the environment decides
-when the episode is over. The recorder keeps the episode as one conversation: each request's
-observation is appended as a user turn, the reply is sampled with TRL's own generation settings,
-and the tokens form one sequence — the first prompt, then the model's sampled tokens (mask 1) with
-the environment's tokens between them (mask 0: the chat template's turn boundaries, the next
-observation, the prefill).
+when the episode is over. The agent runs in conversation mode (``LLMSettings.conversation``): each
+request carries the whole episode so far, and ``igym train`` evaluates with the same mode, so the
+trained policy is evaluated in the context it was trained in. The recorder checks that each request
+extends the conversation it recorded, samples the reply (``sampler``: the GRPO config's generation
+settings, from the trainer's model; no private TRL method) and keeps the tokens as one sequence —
+the first prompt, then the model's sampled tokens (mask 1) with the environment's tokens between
+them (mask 0: the chat template's turn boundaries, the next observation, the prefill).
 
 The episode's reward is its grade (``env.grade().score``, the figure the benchmark reports), whether
 the episode ended by itself or at the cap; its return is logged beside it.
@@ -26,6 +28,7 @@ the episode ended by itself or at the cap; its return is logged beside it.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -61,15 +64,19 @@ class EpisodeTokens:
         return sum(self.env_mask)
 
 
-def _split(messages: list[dict[str, Any]], prefill: str | None) -> tuple[str, str]:
+def _turns(messages: list[dict[str, Any]], prefill: str | None) -> list[dict[str, Any]]:
+    """The conversation of a request of the ``llm`` agent in conversation mode, without the prefill."""
+    if prefill:
+        if messages[-1:] != [{"role": "assistant", "content": prefill}]:
+            raise ValueError(f"the rollout expects each request to end with the prefill {prefill!r}")
+        messages = messages[:-1]
     roles = [m.get("role") for m in messages]
-    expected = ["system", "user"] + (["assistant"] if prefill else [])
-    if roles != expected or (prefill and messages[-1].get("content") != prefill):
-        raise ValueError(f"the rollout expects the llm agent's messages {expected} (prefill {prefill!r}); got {roles}")
-    system, user = messages[0]["content"], messages[1]["content"]
-    if not isinstance(user, str):
+    expected = ["system", *["user", "assistant"] * ((len(messages) - 2) // 2), "user"]
+    if roles != expected:
+        raise ValueError(f"the rollout expects the llm agent's conversation {expected}; got {roles}")
+    if not all(isinstance(m.get("content"), str) for m in messages):
         raise ValueError("the rollout trains text-only models: the observation must be text (LLM_IMAGES=0)")
-    return str(system), user
+    return messages
 
 
 class EpisodeRecorder:
@@ -103,12 +110,13 @@ class EpisodeRecorder:
             episode = self.episode
             if episode is None or self.generate is None:
                 raise RuntimeError("a request arrived outside a recorded episode")
-            system, user = _split(body["messages"], self.prefill)
-            if not episode.conversation:
-                episode.conversation.append({"role": "system", "content": system})
-            elif system != episode.conversation[0]["content"]:
-                raise ValueError("the system message changed between turns; the rollout keeps one conversation")
-            episode.conversation.append({"role": "user", "content": user})
+            turns = _turns(body["messages"], self.prefill)
+            if turns[:-1] != (episode.conversation or turns[:1]):
+                raise ValueError(
+                    "the agent's conversation is not the one the rollout recorded: it must send the whole "
+                    "episode (LLMSettings.conversation)"
+                )
+            episode.conversation = list(turns)
             tail = [{"role": "assistant", "content": self.prefill}] if self.prefill else []
             text = render(self.tokenizer, episode.conversation + tail)
             if not text.startswith(episode.text):
@@ -129,10 +137,13 @@ class EpisodeRecorder:
             episode.env_mask += [1] * len(reply_ids)
             reply = self.tokenizer.decode(reply_ids, skip_special_tokens=True)
             episode.text = text + reply
-            episode.conversation.append({"role": "assistant", "content": (self.prefill or "") + reply})
+            whole = (self.prefill or "") + reply
+            episode.conversation.append({"role": "assistant", "content": whole})
             stopped = bool(reply_ids) and reply_ids[-1] in self.special
             total = len(episode.prompt_ids) + len(episode.completion_ids)
-            return reply, total - len(reply_ids), len(reply_ids), "stop" if stopped else "length"
+            # The whole reply, prefill included: a continuation that itself starts with the prefill would
+            # otherwise be taken by the agent for a whole reply, and its turn would differ from these tokens.
+            return whole, total - len(reply_ids), len(reply_ids), "stop" if stopped else "length"
 
 
 class EpisodeRollout:
@@ -184,7 +195,7 @@ class EpisodeRollout:
         return LLMSettings(
             api_base_url=self.url, model_name=self.label, temperature=c.temperature,
             max_tokens=max(16, c.max_new_tokens), prefill=c.prefill, response_format="none", images=False,
-            timeout_s=3600.0, retries=0,
+            conversation=True, timeout_s=3600.0, retries=0,
         )  # fmt: skip
 
     def play(self, seed: int, index: int = 0) -> tuple[dict[str, Any], EpisodeTokens]:
@@ -221,16 +232,8 @@ class EpisodeRollout:
         return entry, tokens
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        """TRL's rollout: play one episode per prompt with TRL's sampler; tokens, masks and episodes."""
-        bf16 = self.config.bf16
-
-        def generate(ids: list[int]) -> list[int]:
-            # TRL's own sampling (its generation config: temperature, max_completion_length, eos ids). It
-            # runs in the endpoint's thread, and autocast is per thread: enter it here too.
-            with bf16_autocast(bf16):
-                completion_ids, _ = trainer._generate_single_turn([ids], None, {}, 1)
-            return list(completion_ids[0])
-
+        """TRL's rollout: play one episode per prompt, sampling from the trainer's model; tokens, masks, episodes."""
+        generate = self.sampler(trainer)
         self.recorder.generate = generate
         out: dict[str, list[Any]] = {"prompt_ids": [], "completion_ids": [], "env_mask": [], "episode": []}
         for index, prompt in enumerate(prompts):
@@ -242,6 +245,10 @@ class EpisodeRollout:
             out["env_mask"].append(tokens.env_mask)
             out["episode"].append(entry)
         return {**out, "logprobs": None}
+
+    def sampler(self, trainer: Any) -> Generate:
+        """How replies are sampled during ``trainer``'s rollouts: from its model (``sampler``)."""
+        return sampler(trainer.model, trainer.args, self.tokenizer, self.config.bf16)
 
     def reward(
         self, prompts: list[Any], completions: list[Any], episode: list[dict[str, Any]], **_: Any
@@ -257,3 +264,33 @@ class EpisodeRollout:
             episodes=episode,
         )  # fmt: skip
         return grades
+
+
+def sampler(model: Any, args: Any, tokenizer: Any, bf16: bool) -> Generate:
+    """Sample a reply to a token sequence from ``model`` with the GRPO config's generation settings.
+
+    As TRL samples its own completions: ``max_completion_length``, ``temperature``, ``top_p``,
+    ``top_k``, ``min_p``, ``repetition_penalty`` and ``generation_kwargs`` from ``args``; every end id
+    the model or the tokenizer declares ends the reply, and that id is kept.
+    """
+    torch = importlib.import_module("torch")
+    transformers = importlib.import_module("transformers")
+    declared = model.generation_config.eos_token_id
+    eos = [declared] if isinstance(declared, int) else list(declared or [])
+    eos = list(dict.fromkeys([tokenizer.eos_token_id, *eos]))
+    config = transformers.GenerationConfig(
+        max_new_tokens=args.max_completion_length, do_sample=True, temperature=args.temperature, top_p=args.top_p,
+        top_k=args.top_k, min_p=args.min_p, repetition_penalty=args.repetition_penalty,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=eos, **(args.generation_kwargs or {}),
+    )  # fmt: skip
+
+    def generate(ids: list[int]) -> list[int]:
+        # It runs in the endpoint's thread, and autocast is per thread: enter it here.
+        inputs = torch.tensor([ids], device=model.device)
+        with bf16_autocast(bf16), torch.no_grad():
+            out = model.generate(input_ids=inputs, attention_mask=torch.ones_like(inputs), generation_config=config)
+        new: list[int] = out[0, len(ids) :].tolist()
+        ends = [i for i, token in enumerate(new) if token in eos]
+        return new[: ends[0] + 1] if ends else new
+
+    return generate
