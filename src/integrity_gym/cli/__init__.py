@@ -51,6 +51,7 @@ app.command()(serve)
 app.command()(view)
 app.command()(export)
 app.command()(train)
+from integrity_gym.cli import spacing  # noqa: E402, F401  (`igym space` registers itself; listed last)
 
 
 def main() -> None:
