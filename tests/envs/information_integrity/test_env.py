@@ -323,3 +323,17 @@ def test_text_actions() -> None:
     assert env.step("verify claim_1").info["error"] is None
     result = env.step("decide flag claim_1 is contested")
     assert result.done and env.state().reasoning == "claim_1 is contested"
+
+
+@pytest.mark.parametrize("tier", ["easy", "medium", "hard"])
+def test_a_small_budget_override_grows_from_what_the_post_shows_not_from_the_gold_evidence(tier: str) -> None:
+    # Kills: the budget counted from the gold evidence (steps_left then said how many claims and sources
+    # mattered, before any of them was looked at).
+    env = integrity_gym.make(f"information_integrity/{tier}-v3", max_steps=1)
+    sizes = set()
+    for seed in range(40):
+        obs = env.reset(seed=seed)
+        shown = len(obs.claims) + len(obs.available_sources) + 1
+        assert obs.steps_left == env.max_steps == shown
+        sizes.add(shown)
+    assert len(sizes) > 1 or tier == "easy"

@@ -176,8 +176,9 @@ class InformationIntegrityEnv(Env[IntegrityAction, IntegrityObservation, Integri
 
     def _start(self, scenario: Scenario, episode_id: str) -> None:
         self.scenario = scenario
-        gold = rules.gold_evidence(scenario)
-        needed = len(gold.claims) + len(gold.sources) + 1
+        # Room to look at every claim and source once and decide: counted from what the post shows, so
+        # that a small max_steps override cannot make steps_left reveal how much of it is gold evidence.
+        needed = len(scenario.claims) + len(scenario.sources) + 1
         self.max_steps = max(self.config.max_steps or self.spec.max_steps, needed)
         self._efficient = rw.efficient_steps(self.reward_config, len(scenario.claims), len(scenario.sources))
         self._claim_ids = {c.id for c in scenario.claims}
