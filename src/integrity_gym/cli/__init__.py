@@ -50,6 +50,8 @@ app.command()(collect)
 app.command()(serve)
 app.command()(view)
 app.command()(export)
+from integrity_gym.cli import inspecting  # noqa: E402, F401  (`igym inspect-log` registers itself here)
+
 app.command()(train)
 from integrity_gym.cli import spacing  # noqa: E402, F401  (`igym space` registers itself; listed last)
 
