@@ -16,7 +16,7 @@ from integrity_gym.cli.results import report, runs, view
 from integrity_gym.cli.root import app, console
 from integrity_gym.cli.serving import serve
 from integrity_gym.cli.tasks import HELP_WORDS, PLAY_KEYS, QUIT_WORDS, collect, list_command, play
-from integrity_gym.cli.training import train
+from integrity_gym.cli.training import sft, train
 
 __all__ = [
     "HELP_WORDS",
@@ -35,6 +35,7 @@ __all__ = [
     "rescore",
     "runs",
     "serve",
+    "sft",
     "train",
     "view",
 ]
@@ -53,6 +54,7 @@ app.command()(export)
 from integrity_gym.cli import inspecting  # noqa: E402, F401  (`igym inspect-log` registers itself here)
 
 app.command()(train)
+app.command()(sft)
 from integrity_gym.cli import spacing  # noqa: E402, F401  (`igym space` registers itself; listed last)
 
 

@@ -1,9 +1,9 @@
-"""``igym train``: GRPO on a task (the train extra)."""
+"""``igym train``: GRPO on a task; ``igym sft``: a supervised warm start before it (the train extra)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -27,7 +27,10 @@ def train(
     ] = None,
     seed: Annotated[int, typer.Option(help="First train seed.")] = 0,
     eval_episodes: Annotated[int, typer.Option(help="Eval-partition items before and after (0: none).")] = 50,
-    bf16: Annotated[bool, typer.Option(help="bf16 autocast (float32 weights).")] = True,
+    bf16: Annotated[
+        bool | None,
+        typer.Option(help="bf16 autocast, float32 weights (default: only where the hardware computes bf16 natively)."),
+    ] = None,
     out: Annotated[Path, typer.Option(help="Folder for the model, the logs and the eval runs.")] = Path(
         "outputs/train"
     ),
@@ -41,19 +44,13 @@ def train(
         config = TrainConfig.build(
             task=task, model=model, steps=steps, prompts_per_step=prompts, generations=generations,
             max_new_tokens=max_new_tokens, learning_rate=lr, lora_r=lora_r, seed=seed, eval_episodes=eval_episodes,
-            bf16=bf16, max_turns=max_turns, **({} if prefill is None else {"prefill": prefill or None}),
+            max_turns=max_turns, **({} if prefill is None else {"prefill": prefill or None}),
+            **({} if bf16 is None else {"bf16": bf16}),
         )  # fmt: skip
         result = run_training(config, out, db_path=db)
     except (ValueError, ImportError, FileNotFoundError) as exc:
         raise fail(str(exc)) from exc
-    for stage in (result.before, result.after):
-        if stage:
-            low, high = stage["score_ci95"] or (None, None)
-            console.print(
-                f"{stage['label']}: mean score {stage['mean_score']:.3f} (95% CI {low}, {high}) over "
-                f"{stage['episodes']} eval items; malformed {stage['malformed_rate']:.2f}, abstain "
-                f"{stage['abstain_rate']:.2f}"
-            )
+    _print_evals(result.before, result.after)
     console.print(f"model saved in {result.model_dir}; per-step log {result.log_path}")
     try:
         from integrity_gym.report.curves import draw_training
@@ -61,3 +58,56 @@ def train(
         console.print(f"training curves: {draw_training(out, out / 'training.png')}")
     except ImportError as exc:
         console.print(f"no training curves ({exc})")
+
+
+def sft(
+    task: Annotated[str, typer.Option(help="A task id.")] = "information_integrity/easy-v3",
+    model: Annotated[str, typer.Option(help="'smollm2' (the bundled GGUF), a local folder or a hub id.")] = "smollm2",
+    agent: Annotated[str, typer.Option(help="The agent whose transcripts are learned.")] = "oracle",
+    episodes: Annotated[int, typer.Option(help="Train-partition items the agent plays.")] = 32,
+    epochs: Annotated[int, typer.Option(help="Passes over the transcripts.")] = 1,
+    lr: Annotated[float, typer.Option(help="Learning rate.")] = 5e-5,
+    prefill: Annotated[
+        str | None, typer.Option(help="Start of every reply in eval ('' for none; default: the task's).")
+    ] = None,
+    max_turns: Annotated[int | None, typer.Option(help="Turn cap of an eval episode (default: the task's).")] = None,
+    max_new_tokens: Annotated[int, typer.Option(help="Reply length limit in eval.")] = 64,
+    seed: Annotated[int, typer.Option(help="First train seed.")] = 0,
+    eval_episodes: Annotated[int, typer.Option(help="Eval-partition items before and after (0: none).")] = 10,
+    bf16: Annotated[
+        bool | None,
+        typer.Option(help="bf16 autocast, float32 weights (default: only where the hardware computes bf16 natively)."),
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Folder for the model, the log and the eval runs.")] = Path("outputs/sft"),
+    db: Annotated[Path, typer.Option(help="Results database of the eval runs.")] = Path("outputs/results.sqlite"),
+) -> None:
+    """Fine-tune on an agent's transcripts before GRPO; then `igym train --model OUT/model` (docs/training.md)."""
+    from integrity_gym.train.sft import SFTConfig, warm_start
+
+    try:
+        config = SFTConfig.build(
+            task=task, model=model, agent=agent, episodes=episodes, epochs=epochs, learning_rate=lr, seed=seed,
+            max_turns=max_turns, max_new_tokens=max_new_tokens, eval_episodes=eval_episodes,
+            **({} if prefill is None else {"prefill": prefill or None}), **({} if bf16 is None else {"bf16": bf16}),
+        )  # fmt: skip
+        result = warm_start(config, out, db_path=db)
+    except (ValueError, ImportError, FileNotFoundError) as exc:
+        raise fail(str(exc)) from exc
+    shown = result.transcripts
+    console.print(
+        f"learned {shown['episodes']} {shown['agent']} transcripts (mean grade {shown['mean_grade']:.3f}, "
+        f"{shown['turns']} turns, {shown['trained_tokens']} of {shown['tokens']} tokens trained on)"
+    )
+    _print_evals(result.before, result.after)
+    console.print(f"model saved in {result.model_dir}; continue with: igym train --model {result.model_dir}")
+
+
+def _print_evals(*stages: dict[str, Any] | None) -> None:
+    for stage in stages:
+        if stage:
+            low, high = stage["score_ci95"] or (None, None)
+            console.print(
+                f"{stage['label']}: mean score {stage['mean_score']:.3f} (95% CI {low}, {high}) over "
+                f"{stage['episodes']} eval items; malformed {stage['malformed_rate']:.2f}, abstain "
+                f"{stage['abstain_rate']:.2f}"
+            )

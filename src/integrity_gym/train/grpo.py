@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import json
+import re
 import statistics
 import time
 from collections.abc import Iterator
@@ -50,6 +52,23 @@ def default_prefill(task: str) -> str | None:
     return prefill
 
 
+def native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """Whether this machine computes bf16 natively: a CUDA device that does, or a CPU with AVX512-BF16 or AMX.
+
+    The CPU's flags are read from Linux's ``cpuinfo`` (False elsewhere). Other CPUs emulate bf16,
+    slower than float32 (docs/training.md has the measurement).
+    """
+    if importlib.util.find_spec("torch") is not None:
+        torch = importlib.import_module("torch")
+        if torch.cuda.is_available():
+            return bool(torch.cuda.is_bf16_supported())
+    try:
+        flags = cpuinfo.read_text()
+    except OSError:
+        return False
+    return re.search(r"\b(avx512_bf16|amx_bf16)\b", flags) is not None
+
+
 class TrainConfig(BaseModel):
     """Everything one training run depends on; saved in ``train_summary.json``."""
 
@@ -74,7 +93,10 @@ class TrainConfig(BaseModel):
     seed: int = Field(0, ge=0, description="First train seed (step k plays seeds seed + k*prompts ...).")
     eval_episodes: int = Field(50, ge=0, description="Eval-partition items before and after (0: no eval).")
     eval_seed: int = Field(0, ge=0, description="First eval seed.")
-    bf16: bool = Field(True, description="bf16 autocast for GRPO's generation and training (float32 weights).")
+    bf16: bool = Field(
+        default_factory=lambda: native_bf16(),
+        description="bf16 autocast for GRPO's generation and training, float32 weights (default: native_bf16()).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -265,6 +287,7 @@ def evaluate(
         settings = LLMSettings(
             api_base_url=url, model_name=label, temperature=0.0, max_tokens=config.max_new_tokens,
             prefill=config.prefill, response_format="none", images=False, timeout_s=600.0, retries=0,
+            conversation=get_spec(config.task).max_steps != 1,  # as the rollout trains a multi-step task
         )  # fmt: skip
         bench = BenchConfig.build(
             tasks=config.task,
