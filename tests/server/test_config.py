@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+from typer.testing import CliRunner
+
+from integrity_gym.cli import app
 from integrity_gym.server import ServerConfig
 from integrity_gym.server.config import ENV_NAMES
 
@@ -19,3 +23,36 @@ def test_every_setting_has_a_variable_and_survives_the_round_trip() -> None:
         environ = config.as_environ()
         assert set(environ) == set(ENV_NAMES.values())
         assert ServerConfig.from_env(environ) == config
+
+
+def test_both_front_ends_read_the_variables_and_an_option_given_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Kills: `igym serve` ignoring IGYM_ROOT / IGYM_TASKS (its defaults once overwrote every variable), an
+    # option not winning over its variable, the two front ends building different configs from one input.
+    from integrity_gym.server import __main__ as module
+
+    built: list[ServerConfig] = []
+
+    def capture(*, config: ServerConfig, **_: object) -> None:
+        built.append(config)
+
+    monkeypatch.setattr("integrity_gym.server.serve", capture)
+    monkeypatch.setattr(module, "serve", capture)
+    monkeypatch.setenv("IGYM_ROOT", "pii_redaction")
+    monkeypatch.setenv("IGYM_TASKS", "pii_redaction/*")
+    monkeypatch.setenv("IGYM_MAX_SESSIONS", "77")
+    monkeypatch.setenv("IGYM_SEALED", "")
+    CliRunner().invoke(app, ["serve", "--port", "0", "--max-sessions", "9"], catch_exceptions=False)
+    module.main(["--port", "0", "--max-sessions", "9"])
+    cli, plain = built
+    assert cli == plain
+    assert (cli.root, cli.tasks, cli.max_sessions, cli.sealed) == ("pii_redaction", "pii_redaction/*", 9, False)
+    monkeypatch.delenv("IGYM_ROOT")
+    CliRunner().invoke(app, ["serve", "--port", "0", "--lenient-content-type"], catch_exceptions=False)
+    assert built[-1].root is None and built[-1].max_sessions == 77 and built[-1].lenient_content_type
+
+
+def test_an_unknown_or_invalid_setting_is_one_clear_error() -> None:
+    with pytest.raises(ValueError, match="unknown server settings: colour"):
+        ServerConfig.from_options({"colour": "red"}, environ={})
+    with pytest.raises(ValueError, match="max_sessions"):
+        ServerConfig.from_options({"max_sessions": 0}, environ={})

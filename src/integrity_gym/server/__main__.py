@@ -49,36 +49,31 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-evaluations", type=int, default=None, help="Most evaluations open at once.")
     parser.add_argument("--log-level", default="info", help="uvicorn log level.")
     args = parser.parse_args(argv)
-    base = ServerConfig.from_env()
-    updates = {
-        k: v
-        for k, v in {
-            "sessions": args.sessions,
-            "max_sessions": args.max_sessions,
-            "step_threads": args.step_threads,
-            "max_sessions_per_client": args.max_sessions_per_client,
-            "session_rate": args.session_rate,
-            "session_burst": args.session_burst,
-            "client_tokens": tuple(args.client_token) if args.client_token else None,
-            "connect_idle_timeout_s": args.connect_idle_timeout,
-            "header_timeout_s": args.header_timeout,
-            "body_timeout_s": args.body_timeout,
-            "allowed_origins": tuple(args.allow_origin) if args.allow_origin else None,
-            "lenient_content_type": args.lenient_content_type,
-            "session_ttl_s": args.session_ttl,
-            "tasks": args.tasks,
-            "root": args.root,
-            "profile": args.profile,
-            "sealed": args.sealed,
-            "evaluation_ttl_s": args.evaluation_ttl,
-            "max_evaluations": args.max_evaluations,
-        }.items()
-        if v is not None
+    options = {
+        "sessions": args.sessions,
+        "max_sessions": args.max_sessions,
+        "step_threads": args.step_threads,
+        "max_sessions_per_client": args.max_sessions_per_client,
+        "session_rate": args.session_rate,
+        "session_burst": args.session_burst,
+        "client_tokens": tuple(args.client_token) if args.client_token else None,
+        "connect_idle_timeout_s": args.connect_idle_timeout,
+        "header_timeout_s": args.header_timeout,
+        "body_timeout_s": args.body_timeout,
+        "allowed_origins": tuple(args.allow_origin) if args.allow_origin else None,
+        "lenient_content_type": args.lenient_content_type,
+        "session_ttl_s": args.session_ttl,
+        "tasks": args.tasks,
+        "root": args.root,
+        "profile": args.profile,
+        "sealed": args.sealed,
+        "evaluation_ttl_s": args.evaluation_ttl,
+        "max_evaluations": args.max_evaluations,
     }
     if args.extra_tasks:
-        updates["extra_tasks"] = tuple(p.strip() for p in args.extra_tasks.split(",") if p.strip())
+        options["extra_tasks"] = tuple(p.strip() for p in args.extra_tasks.split(",") if p.strip())
     try:
-        config = ServerConfig.model_validate({**base.model_dump(), **updates})
+        config = ServerConfig.from_options(options)
         serve(host=args.host, port=args.port, workers=args.workers, config=config, log_level=args.log_level)
     except ValueError as exc:  # a bad setting, or the session store down: one line
         parser.exit(2, f"error: {exc}\n")

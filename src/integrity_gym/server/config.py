@@ -215,3 +215,19 @@ class ServerConfig(BaseModel):
             return cls.model_validate(values)
         except ValidationError as exc:
             raise ValueError(f"invalid server settings from the environment: {exc}") from exc
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> ServerConfig:
+        """The ``IGYM_*`` settings (``from_env``) with the command-line ``options`` given over them.
+
+        An option that is None was not given; both front ends (``igym serve`` and ``python -m
+        integrity_gym.server``) build their config here, so a variable means the same to each.
+        """
+        given = {k: v for k, v in options.items() if v is not None}
+        unknown = sorted(set(given) - set(cls.model_fields))
+        if unknown:
+            raise ValueError(f"unknown server settings: {', '.join(unknown)}")
+        try:
+            return cls.model_validate({**cls.from_env(environ).model_dump(), **given})
+        except ValidationError as exc:
+            raise ValueError(f"invalid server settings: {exc}") from exc
