@@ -162,28 +162,31 @@ async def _ask(model: Model, episode: EnvEpisode, schema: bool) -> tuple[ModelOu
                 raise
 
 
-def chat_completions(model: Model) -> bool:
-    """Ask a model served at an OpenAI-compatible endpoint through chat completions; whether it changed that.
+def openai_compatible(model: Model) -> bool:
+    """Ask a model served at an OpenAI-compatible endpoint as the ``llm`` agent asks it; whether that changed.
 
     inspect's ``openai`` provider takes a model name it does not know (``SmolLM2-135M-Instruct``,
-    ``Qwen/Qwen2.5-7B-Instruct``) for OpenAI's newest model and sends it to the Responses API, which
-    many OpenAI-compatible servers lack, and which llama.cpp serves without enforcing the reply
-    schema. Such a name at a base URL other than OpenAI's is asked through chat completions, as the
-    ``llm`` agent asks it, unless ``-M responses_api=...`` chose the API.
+    ``Qwen/Qwen2.5-7B-Instruct``) for OpenAI's newest model: it sends it to the Responses API, which
+    many OpenAI-compatible servers lack and which llama.cpp serves without enforcing the reply
+    schema, and it leaves out the temperature. Such a name at a base URL other than OpenAI's is
+    asked as a plain chat model instead: chat completions (unless ``-M responses_api=...`` chose),
+    a system message, the temperature and seed as configured.
     """
     api = model.api
-    if type(api).__name__ != "OpenAIAPI" or "responses_api" in model.model_args:
+    if type(api).__name__ != "OpenAIAPI":
         return False
     base = api.base_url or os.environ.get("OPENAI_BASE_URL") or os.environ.get("INSPECT_EVAL_MODEL_BASE_URL")
     is_latest = getattr(api, "is_latest", None)
-    if not getattr(api, "responses_api", False) or not base or "api.openai.com" in base or not callable(is_latest):
-        return False
-    if not is_latest():  # a name inspect knows (gpt-*, o-series): its choice stands
-        return False
-    api.responses_api = False  # type: ignore[attr-defined]
+    if not base or "api.openai.com" in base or not callable(is_latest) or not is_latest():
+        return False  # OpenAI itself, or a name inspect knows (gpt-*, o-series): its choices stand
+    # inspect 0.3.285 reads the family from this method alone (temperature, system role, token limit).
+    api.is_latest = lambda: False  # type: ignore[attr-defined]
+    if "responses_api" not in model.model_args:
+        api.responses_api = False  # type: ignore[attr-defined]
     logger.warning(
-        "integrity-gym asks %s at %s through chat completions (inspect would use the Responses API for a "
-        "model name it does not know); pass -M responses_api=true to keep the Responses API",
+        "integrity-gym asks %s at %s as an OpenAI-compatible chat model (chat completions, temperature, "
+        "system message), not as OpenAI's newest model, which inspect takes a name it does not know for; "
+        "pass -M responses_api=true to use the Responses API",
         model.name, base,
     )  # fmt: skip
     return True
@@ -206,7 +209,7 @@ def play_episode(max_steps: int | None = None, images: bool = True) -> Solver:
         item = Item(get_spec(meta["task_id"]), int(meta["index"]), int(meta["seed"]))
         episode = _episode(item, meta["partition"], images)
         model, schema = get_model(), True
-        chat_completions(model)
+        openai_compatible(model)
         conversation: list[ChatMessage] = []
         try:
             while not episode.done and (max_steps is None or episode.steps < max_steps):
@@ -299,11 +302,11 @@ __all__ = [
     "HEAD_KEYS",
     "STORE_KEY",
     "TASKS",
-    "chat_completions",
     "chat_messages",
     "episode_score",
     "episode_task",
     "grade",
+    "openai_compatible",
     "play_episode",
     "sample_id",
     "samples",
