@@ -121,9 +121,15 @@ class _Wording:
             return None
 
     def observation(self, data: Any) -> Any:
-        """The stored observation (JSON) as the environment's observation model; None if it no longer reads."""
+        """The stored observation (JSON) as the environment's observation model; None if it no longer reads.
+
+        Runs store observations without their None fields (``bench.episode``), so those come back as None.
+        """
+        if not isinstance(data, dict):
+            return None
+        missing = {name: None for name in self.observation_type.model_fields if name not in data}
         try:
-            return self.observation_type.model_validate(data)
+            return self.observation_type.model_validate({**missing, **data})
         except ValueError:
             return None
 
@@ -155,7 +161,12 @@ def episode_messages(record: EpisodeRecord, wording: _Wording | None) -> tuple[l
     )
     messages: list[ChatMessage]
     if wording is None or first is None:
-        note = "observations not kept by this run (igym bench --no-observations)" if wording else "task not found"
+        note = (
+            "this igym no longer has the task" if wording is None
+            else "observations not kept by this run (igym bench --no-observations)"
+            if record.reset_observation is None
+            else "its observations no longer read as this igym's"
+        )  # fmt: skip
         messages = [ChatMessageUser(content=f"{record.task_id}, item seed {record.seed} ({note}): the actions follow.")]
         observations: list[Any] = [None] * len(record.trajectory)
     else:
