@@ -346,3 +346,31 @@ def test_inspect_view_shows_the_exported_run(inspect_view: str, tmp_path_factory
             page.screenshot(path=str(shots / "inspect-view.png"))
         finally:
             browser.close()
+
+
+def test_repeats_failures_and_runs_without_observations_export_too(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    bench = BenchConfig.build(tasks=INFO_EASY, agent="random", episodes=2, epochs=2, keep_observations=False)
+    run_bench(bench=bench, out_dir=folder)
+    lines = [json.loads(line) for line in (folder / "episodes.jsonl").read_text().splitlines()]
+    failed = lines[-1]  # a failed episode as the runner records one: an error, no grade
+    failed.update(error="RuntimeError: the endpoint went away", traceback="Traceback ...", score=None,
+                  success=None, grade=None, explanation=None)  # fmt: skip
+    (folder / "episodes.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (written,) = write_run_logs(folder, tmp_path / "logs")
+    log = read_eval_log(str(written.path))
+    assert log.samples is not None and [(s.id, s.epoch) for s in log.samples] == [
+        (f"{INFO_EASY}@0", 1), (f"{INFO_EASY}@1", 1), (f"{INFO_EASY}@0", 2), (f"{INFO_EASY}@1", 2)]  # fmt: skip
+    assert log.eval.config.epochs == 2 and log.eval.dataset.samples == 2
+    broken = log.samples[-1]
+    assert broken.scores is None and broken.error is not None and "went away" in broken.error.message
+    assert log.results is not None and log.results.scores[0].unscored_samples == 1
+    assert log.results.scores[0].reducer == "mean"
+    # Epochs are reduced by their mean per item, then averaged (what inspect does with --epochs).
+    graded = [line["score"] for line in lines[:-1]]
+    expected = ((graded[0] + graded[2]) / 2 + graded[1]) / 2
+    assert log.results.scores[0].metrics["mean"].value == pytest.approx(expected)
+    first = log.samples[0]
+    assert "observations not kept" in first.messages[0].text
+    assert [json.loads(r) for r in replies(first)] == [s["action"] for s in lines[0]["trajectory"]]
+    assert len(samples_df(str(tmp_path / "logs"))) == 4
