@@ -289,11 +289,8 @@ def test_igym_inspect_log_writes_the_logs_and_refuses_a_folder_that_is_not_a_run
 def inspect_view(exported: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``inspect view`` on the exported run, on a free 127.0.0.1 port; yields its URL."""
     port = free_port()
-    command = [sys.executable, "-m", "inspect_ai._cli.main", "view", "start", "--log-dir", str(exported),
+    command = [sys.executable, "-m", "inspect_ai", "view", "start", "--log-dir", str(exported),
                "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
-    inspect = shutil.which("inspect", path=str(Path(sys.executable).parent))
-    if inspect is not None:
-        command = [inspect, *command[3:]]
     log = tmp_path_factory.mktemp("inspect-view") / "view.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
@@ -319,13 +316,24 @@ def inspect_view(exported: Path, tmp_path_factory: pytest.TempPathFactory) -> It
             process.wait(timeout=5)
 
 
-def test_inspect_view_shows_the_exported_run(inspect_view: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    """Debian's Chromium, for Playwright (checked before ``inspect view`` is started)."""
     try:
-        from playwright.sync_api import sync_playwright
+        import playwright.sync_api  # noqa: F401
     except ImportError:
         require_service(False, "Playwright (pip install 'integrity-gym[browser]')")
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    require_service(chromium is not None, "Chromium (apt-get install chromium)")
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    require_service(found is not None, "Chromium (apt-get install chromium)")
+    assert found is not None
+    return found
+
+
+def test_inspect_view_shows_the_exported_run(
+    chromium: str, inspect_view: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from playwright.sync_api import sync_playwright
+
     shots = tmp_path_factory.getbasetemp() / "screenshots"
     shots.mkdir(exist_ok=True)
     task = f"integrity_gym/{NAME[PII_EASY]}"
