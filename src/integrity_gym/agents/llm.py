@@ -157,12 +157,14 @@ def make_client(settings: LLMSettings) -> Any:
     )
 
 
-def _is_image_refusal(exc: Exception) -> bool:
+def is_image_refusal(exc: Exception) -> bool:
+    """Whether an endpoint's error says it cannot take pictures (the request is then sent as text)."""
     text = str(exc).lower()
     return "image" in text and ("not support" in text or "mmproj" in text or "vision" in text)
 
 
-def _is_format_refusal(exc: Exception) -> bool:
+def is_format_refusal(exc: Exception) -> bool:
+    """Whether an endpoint's error says it cannot take the reply schema (the request is then sent without)."""
     text = str(exc).lower()
     return any(w in text for w in ("response_format", "json_schema", "json schema", "grammar", "structured"))
 
@@ -307,11 +309,11 @@ class LLMAgent:
             except APIStatusError as exc:
                 attempts += 1
                 # The endpoint works but refuses a feature: ask again more simply.
-                if not isinstance(user, str) and _is_image_refusal(exc):
+                if not isinstance(user, str) and is_image_refusal(exc):
                     self._images = False
                     user = self.adapter.text_only(observation) or text_of(user)
                     continue
-                if exc.status_code in (400, 422) and self._format != "none" and _is_format_refusal(exc):
+                if exc.status_code in (400, 422) and self._format != "none" and is_format_refusal(exc):
                     self._format = _FORMAT_LADDER[_FORMAT_LADDER.index(self._format) + 1]
                     continue
                 raise LLMCallError(f"{self.settings.api_base_url} answered {exc.status_code}: {exc}") from exc

@@ -32,7 +32,8 @@ class RunInterrupted(Exception):
     """Raised inside an episode when the run is being stopped (Ctrl-C)."""
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """A model as the JSON a run stores (``None`` fields left out); anything else as it is."""
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", exclude_none=True)
     return value
@@ -49,7 +50,7 @@ def _action_text(env: EpisodeEnv, action: Any) -> str:
         return json.dumps(action, sort_keys=True, default=str)
 
 
-def _explanation(env: EpisodeEnv) -> str | None:
+def explanation(env: EpisodeEnv) -> str | None:
     """The finished episode explained by its environment; None where it cannot say (a remote env)."""
     if not isinstance(env, Explains):
         return None
@@ -112,9 +113,9 @@ class _Play:
         keep = config.keep_observations
         self.trajectory.append(
             StepRecord(
-                step=len(self.trajectory) + 1, action=_jsonable(action), action_text=_action_text(env, action),
+                step=len(self.trajectory) + 1, action=jsonable(action), action_text=_action_text(env, action),
                 reward=result.reward, reward_breakdown=result.info.get("reward_breakdown", {}), done=result.done,
-                error=result.info.get("error"), observation=_jsonable(result.observation) if keep else None, llm=call,
+                error=result.info.get("error"), observation=jsonable(result.observation) if keep else None, llm=call,
             )
         )  # fmt: skip
 
@@ -149,10 +150,11 @@ def _step_until_done(
         play.add_step(env, config, action, result, call)
 
 
-def _graded(env: EpisodeEnv) -> dict[str, Any]:
+def graded(env: EpisodeEnv) -> dict[str, Any]:
+    """The finished episode's grade as a run record stores it: score, success, threshold, grade, explanation."""
     grade: Grade = env.grade()
     return {"score": grade.score, "success": grade.success, "threshold": grade.threshold,
-            "grade": grade.model_dump(mode="json"), "explanation": _explanation(env)}  # fmt: skip
+            "grade": grade.model_dump(mode="json"), "explanation": explanation(env)}  # fmt: skip
 
 
 def play_episode(
@@ -181,10 +183,10 @@ def play_episode(
         agent = _agent_for(config, env, seed, epoch, llm_settings)
         obs = _reset(env, config, seed, handle)
         if config.keep_observations:
-            play.reset_observation = _jsonable(obs)
+            play.reset_observation = jsonable(obs)
         _step_until_done(env, agent, obs, config, play, stop)
         if handle is None:  # a sealed episode's grade is released with the whole evaluation
-            outcome = _graded(env)
+            outcome = graded(env)
     except RunInterrupted:
         raise
     except Exception as exc:

@@ -132,7 +132,8 @@ def public_metadata(observation: Any) -> dict[str, Any]:
     }
 
 
-def _episode(item: Item, partition: ExportPartition, images: bool) -> EnvEpisode:
+def item_episode(item: Item, partition: ExportPartition, images: bool) -> EnvEpisode:
+    """The episode of ``item`` on ``partition``, worded and read as the ``llm`` agent does."""
     # The env as `igym bench --partition` builds it in-process (bench.setup.make_env): partition as config.
     return EnvEpisode(item.spec.id, seed=item.seed, config={"partition": partition}, images=images)
 
@@ -150,7 +151,7 @@ def turn_messages(episode: EnvEpisode, prefill: str | None = None) -> list[dict[
 
 def prompt_row(item: Item, partition: ExportPartition, *, images: bool = True) -> dict[str, Any]:
     """One item's first prompt: ids, seed, the first turn's messages and the item's public metadata."""
-    episode = _episode(item, partition, images)
+    episode = item_episode(item, partition, images)
     try:
         return {**_head(item, partition, episode), "messages": turn_messages(episode),
                 "metadata": public_metadata(episode.observation)}  # fmt: skip
@@ -166,7 +167,7 @@ def transcript_row(item: Item, partition: ExportPartition, agent: str, *, images
     whose reply reads back as another action than the agent chose (a quoted span that also occurs
     earlier in the window) is played as read and counted in ``rewritten_turns``.
     """
-    episode = _episode(item, partition, images)
+    episode = item_episode(item, partition, images)
     try:
         # Seeded as `igym bench` seeds the agent of an item's first epoch.
         player = EpisodeAgent(build_agent(agent, episode.env, item.seed))

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from integrity_gym.bench.config import BenchConfig
-from integrity_gym.bench.episode import _graded, _jsonable
+from integrity_gym.bench.episode import graded, jsonable
 from integrity_gym.bench.provenance import env_variables
 from integrity_gym.bench.record import CONFIG_FILE, EPISODES_FILE, RunHeader, RunRecord, episode_line, plan
 from integrity_gym.bench.records import EpisodeRecord
@@ -274,7 +274,7 @@ def replay_episode(spec: TaskSpec, config: BenchConfig, record: EpisodeRecord) -
     try:
         obs = env.reset(seed=record.seed, options=reset_options(config))
         departed: str | None = None
-        if record.reset_observation is not None and _jsonable(obs) != record.reset_observation:
+        if record.reset_observation is not None and jsonable(obs) != record.reset_observation:
             departed = "the item differs from the one played (its first observation changed)"
         replayed: list[tuple[bool, str | None]] = []
         steps = []
@@ -286,10 +286,10 @@ def replay_episode(spec: TaskSpec, config: BenchConfig, record: EpisodeRecord) -
             steps.append(step.model_copy(update={
                 "reward": result.reward, "reward_breakdown": result.info.get("reward_breakdown", {}),
                 "done": result.done, "error": result.info.get("error"),
-                "observation": None if step.observation is None else _jsonable(result.observation),
+                "observation": None if step.observation is None else jsonable(result.observation),
             }))  # fmt: skip
         departed = departed or _departure(record, env, replayed)
-        outcome = _graded(env)
+        outcome = graded(env)
     finally:
         env.close()
     # The replay's own trajectory: a stored step it never reached (the episode ended first) is left out.

@@ -2,19 +2,21 @@
 
 ``root`` holds the Typer app and what every command shares; each command lives with its kin
 (``tasks``, ``benchmarking``, ``rescoring``, ``results``, ``redteaming``, ``serving``,
-``exporting``, ``training``) and is
-registered here, in the order ``igym --help`` lists them.
+``exporting``, ``inspecting``, ``training``, ``spacing``) and is registered here, in the order
+``igym --help`` lists them.
 """
 
 from __future__ import annotations
 
 from integrity_gym.cli.benchmarking import bench
 from integrity_gym.cli.exporting import export
+from integrity_gym.cli.inspecting import inspect_log
 from integrity_gym.cli.redteaming import redteam
 from integrity_gym.cli.rescoring import rescore
 from integrity_gym.cli.results import report, runs, view
 from integrity_gym.cli.root import app, console
 from integrity_gym.cli.serving import serve
+from integrity_gym.cli.spacing import space
 from integrity_gym.cli.tasks import HELP_WORDS, PLAY_KEYS, QUIT_WORDS, collect, list_command, play
 from integrity_gym.cli.training import sft, train
 
@@ -27,6 +29,7 @@ __all__ = [
     "collect",
     "console",
     "export",
+    "inspect_log",
     "list_command",
     "main",
     "play",
@@ -36,6 +39,7 @@ __all__ = [
     "runs",
     "serve",
     "sft",
+    "space",
     "train",
     "view",
 ]
@@ -51,11 +55,10 @@ app.command()(collect)
 app.command()(serve)
 app.command()(view)
 app.command()(export)
-from integrity_gym.cli import inspecting  # noqa: E402, F401  (`igym inspect-log` registers itself here)
-
+app.command("inspect-log")(inspect_log)
 app.command()(train)
 app.command()(sft)
-from integrity_gym.cli import spacing  # noqa: E402, F401  (`igym space` registers itself; listed last)
+app.command()(space)
 
 
 def main() -> None:

@@ -1,8 +1,4 @@
-"""``igym inspect-log``: a stored ``igym bench`` run as inspect_ai logs, for ``inspect view`` and its analysis.
-
-The command registers itself with the app when this module is imported; ``cli/__init__`` imports it
-right after registering ``igym export``, so ``igym --help`` lists the two together.
-"""
+"""``igym inspect-log``: a stored ``igym bench`` run as inspect_ai logs, for ``inspect view`` and its analysis."""
 
 from __future__ import annotations
 
@@ -14,7 +10,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from integrity_gym.cli.root import app, console, fail
+from integrity_gym.cli.root import console, fail
 
 
 def inspect_log(
@@ -52,7 +48,5 @@ def inspect_log(
     console.print(f"wrote {len(written)} inspect log(s) to {folder}", highlight=False)
     console.print(f"open them with: inspect view --log-dir {folder}", highlight=False)
 
-
-app.command("inspect-log")(inspect_log)
 
 __all__ = ["inspect_log"]

@@ -1,8 +1,4 @@
-"""``igym space``: write a pushable OpenEnv Space folder for one environment (docs/interop.md).
-
-The command registers itself on the app when this module is imported (``cli/__init__`` imports
-it last, so ``igym --help`` lists it last).
-"""
+"""``igym space``: write a pushable OpenEnv Space folder for one environment (docs/interop.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from integrity_gym.cli.root import app, console, fail
+from integrity_gym.cli.root import console, fail
 
 
 def space(
@@ -62,6 +58,3 @@ def space(
         f"  openenv push {where} --repo-id USER/NAME",
         highlight=False,
     )
-
-
-app.command()(space)

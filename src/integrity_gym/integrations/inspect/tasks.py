@@ -46,13 +46,13 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, mean, 
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import JSONSchema
 
-from integrity_gym.agents.llm import LLMSettings, _is_format_refusal, _is_image_refusal
-from integrity_gym.bench.episode import _explanation
+from integrity_gym.agents.llm import LLMSettings, is_format_refusal, is_image_refusal
+from integrity_gym.bench.episode import explanation
 from integrity_gym.bench.export import (
     PARTITIONS,
     ExportPartition,
     Item,
-    _episode,
+    item_episode,
     plan_items,
     prompt_row,
     turn_messages,
@@ -154,9 +154,9 @@ async def _ask(model: Model, episode: EnvEpisode, schema: bool) -> tuple[ModelOu
         try:
             return await model.generate(sent, config=config), sent, schema
         except Exception as exc:
-            if episode.images and not isinstance(episode.user_message(), str) and _is_image_refusal(exc):
+            if episode.images and not isinstance(episode.user_message(), str) and is_image_refusal(exc):
                 episode.images = False
-            elif schema and _is_format_refusal(exc):
+            elif schema and is_format_refusal(exc):
                 schema = False
             else:
                 raise
@@ -197,7 +197,7 @@ def _keep_grade(state: TaskState, episode: EnvEpisode) -> None:
     figures = {"steps": episode.steps, "total_return": episode.reward_sum, "truncated": not episode.done,
                "unreadable_replies": episode.unreadable}  # fmt: skip
     state.store.set(STORE_KEY, {"grade": episode.grade().model_dump(mode="json"),
-                                "explanation": _explanation(episode.env), "figures": figures})  # fmt: skip
+                                "explanation": explanation(episode.env), "figures": figures})  # fmt: skip
 
 
 @solver
@@ -207,7 +207,7 @@ def play_episode(max_steps: int | None = None, images: bool = True) -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         meta = state.metadata
         item = Item(get_spec(meta["task_id"]), int(meta["index"]), int(meta["seed"]))
-        episode = _episode(item, meta["partition"], images)
+        episode = item_episode(item, meta["partition"], images)
         model, schema = get_model(), True
         openai_compatible(model)
         conversation: list[ChatMessage] = []
