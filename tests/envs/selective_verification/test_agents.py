@@ -8,6 +8,7 @@ from integrity_gym.agents.heuristic.selective_verification import (
     calibration_tables,
     fit_isotonic,
     honest_answer,
+    table_name,
 )
 from integrity_gym.envs.selective_verification.env import SelectiveVerificationEnv
 from integrity_gym.envs.selective_verification.tasks import TASKS
@@ -61,8 +62,12 @@ def test_heuristic_looks_at_the_picture() -> None:
 
 def test_calibration_tables_cover_image_tasks_and_are_monotone() -> None:
     tables = calibration_tables()
-    image_tasks = {t.name for t in TASKS if t.config.get("variant", "image") == "image"}
-    assert set(tables) == image_tasks
+    image_tasks = [t for t in TASKS if t.config.get("variant", "image") == "image"]
+    assert set(tables) == {t.name for t in image_tasks if "risk_thresholds" not in t.config}
+    # A threshold task asks the items of a flat-payoff task and reads its table.
+    assert table_name(integrity_gym.get_spec("selective_verification/threshold_balanced")) == "balanced"
+    assert table_name(integrity_gym.get_spec("selective_verification/threshold_adversarial")) == "adversarial"
+    assert all(table_name(t) in tables for t in image_tasks)
     for table in tables.values():
         assert np.all(np.diff(table["scores"]) > 0) and np.all(np.diff(table["probs"]) >= 0)
         assert table["probs"][0] > 0 and table["probs"][-1] < 1

@@ -18,7 +18,8 @@ def make(name: str = "balanced", **config: object) -> SelectiveVerificationEnv:
 
 
 def test_tasks_cover_every_split_and_the_text_variant() -> None:
-    assert {s.name for s in TASKS} == {"balanced", "random", "popular", "adversarial", "all", "text"}
+    assert {s.name for s in TASKS} == {"balanced", "random", "popular", "adversarial", "all", "text",
+                                       "threshold_text", "threshold_balanced", "threshold_adversarial"}  # fmt: skip
     assert {s.tier for s in TASKS} == {"easy", "medium", "hard"}
     assert all(s.max_steps == 1 for s in TASKS)
 

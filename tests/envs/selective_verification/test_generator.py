@@ -172,7 +172,11 @@ def test_text_items_carry_their_exact_probability() -> None:
 def test_golden_samples_are_stable_within_a_process() -> None:
     first = golden_samples()
     assert first == golden_samples()
-    splits = Counter(s["split"] for s in first)
+    items = [s for s in first if "split" in s]
+    splits = Counter(s["split"] for s in items)
     assert splits == Counter({"balanced": 3, "random": 3, "popular": 3, "adversarial": 3, "text": 3})
-    assert all(len(s.get("pixels_sha256", s.get("passage_sha256", ""))) == 64 for s in first)
+    assert all(len(s.get("pixels_sha256", s.get("passage_sha256", ""))) == 64 for s in items)
+    # then the thresholds the first episodes of each threshold task state
+    stated = [s for s in first if "risk_threshold" in s]
+    assert len(stated) == len(first) - len(items) == 9 and all(0.5 <= s["risk_threshold"] <= 0.95 for s in stated)
     assert png_bytes(GeneratedSource("balanced", "eval").item(0)).startswith(b"\x89PNG")

@@ -158,7 +158,7 @@ def test_always_abstaining_has_zero_skill_and_the_oracle_one() -> None:
 def test_thresholds_keep_their_skill_under_another_payoff() -> None:
     # Each spec states its threshold under the default payoff (0.8), by the published rule; under
     # another payoff the threshold moves so that its skill over always abstaining stays the same.
-    specs = integrity_gym.list_tasks("selective_verification/*")
+    specs = [s for s in integrity_gym.list_tasks("selective_verification/*") if "risk_thresholds" not in s.config]
     assert len(specs) == 6
     for spec in specs:
         assert spec.floor is not None and spec.ceiling is not None

@@ -10,7 +10,8 @@
 * ``PosteriorAgent`` (text variant) computes the exact posterior from the passage.
 
 All three answer honestly: the verdict with the larger probability, that probability as the
-confidence, and ABSTAIN when it is below the q* stated in the observation.
+confidence, and ABSTAIN when it is below the threshold stated in the observation (the flat payoff's
+q*, or on a threshold task the item's own risk threshold t, so they track it as the Bayes policy does).
 
 Refit the calibration table after changing the generator or the matcher::
 
@@ -21,10 +22,13 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import io
 import itertools
 import json
 import re
+import threading
+from collections import OrderedDict
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -170,6 +174,28 @@ def match_score(picture: np.ndarray, category: str) -> float:
     return round(best, 9)
 
 
+#: Match scores kept per process, by (SHA-256 of the picture's data URL, category): the red team and
+#: the audit play the heuristic's belief under several policies on the same pictures.
+_SCORES: OrderedDict[tuple[str, str], float] = OrderedDict()
+_SCORES_LOCK = threading.Lock()
+_SCORES_KEPT = 4096
+
+
+def picture_score(data_url: str, category: str) -> float:
+    """``match_score`` of a picture given as a data URL, remembered for the pictures seen last."""
+    key = (hashlib.sha256(data_url.encode()).hexdigest(), category)
+    with _SCORES_LOCK:
+        if key in _SCORES:
+            _SCORES.move_to_end(key)
+            return _SCORES[key]
+    found = match_score(decode_image(data_url), category)
+    with _SCORES_LOCK:
+        _SCORES[key] = found
+        while len(_SCORES) > _SCORES_KEPT:
+            _SCORES.popitem(last=False)
+    return found
+
+
 def fit_isotonic(scores: list[float], labels: list[bool]) -> dict[str, list[float]]:
     """Fit P(label | score) by isotonic regression; return breakpoints and probabilities.
 
@@ -208,6 +234,33 @@ def _config(spec: TaskSpec) -> VerificationConfig:
     return VerificationConfig.model_validate(spec.config)
 
 
+#: Config keys that say how answers are paid, not which items are asked: tasks that differ only in
+#: them show the same pictures and share a calibration table.
+_PAYOFF_KEYS = frozenset(
+    {"risk_thresholds", "brier_weight", "reward_scale", "scoring_rule", "abstain_reward", "epsilon"}
+)
+
+
+def table_name(spec: TaskSpec) -> str:
+    """The calibration table of ``spec``'s task: its own, or that of the task asking the same items.
+
+    A threshold task (``threshold_balanced``) asks the items of a flat-payoff task (``balanced``), so
+    the match scores of its pictures follow the same law and one table serves both.
+    """
+    from integrity_gym.envs.selective_verification.tasks import TASKS
+
+    if spec.name in calibration_tables():
+        return spec.name
+    items = {k: v for k, v in spec.config.items() if k not in _PAYOFF_KEYS}
+    for other in TASKS:
+        if (
+            other.name in calibration_tables()
+            and {k: v for k, v in other.config.items() if k not in _PAYOFF_KEYS} == items
+        ):
+            return other.name
+    raise ValueError(f"no calibration table for {spec.id}; refit with `python -m {__name__} --fit`")
+
+
 class HeuristicAgent:
     """Looks at the picture (template matching), with confidence calibrated on train data."""
 
@@ -215,10 +268,7 @@ class HeuristicAgent:
         self.spec = spec
         self._table: dict[str, list[float]] | None = None
         if _config(spec).variant == "image":
-            tables = calibration_tables()
-            if spec.name not in tables:
-                raise ValueError(f"no calibration table for {spec.id}; refit with `python -m {__name__} --fit`")
-            self._table = tables[spec.name]
+            self._table = calibration_tables()[table_name(spec)]
 
     def probability(self, observation: VerificationObservation) -> float:
         """Return the agent's probability that the claim is true."""
@@ -226,8 +276,7 @@ class HeuristicAgent:
             return _marginal_probability(observation.passage or "", observation.claim)
         if observation.image is None or self._table is None:
             raise ValueError("an image observation without a picture")
-        score = match_score(decode_image(observation.image), claimed_category(observation.claim))
-        return calibrated(score, self._table)
+        return calibrated(picture_score(observation.image, claimed_category(observation.claim)), self._table)
 
     def act(self, observation: VerificationObservation) -> VerificationAction:
         """Answer honestly with the calibrated probability."""
@@ -297,8 +346,8 @@ def fit(items: int = 600) -> dict[str, Any]:
     tables: dict[str, Any] = {}
     for spec in TASKS:
         cfg = _config(spec)
-        if cfg.variant != "image":
-            continue
+        if cfg.variant != "image" or cfg.risk_thresholds is not None:
+            continue  # a threshold task's pictures are those of the flat-payoff task with its items
         source = source_for(cfg, "train")
         if not isinstance(source, GeneratedSource):
             raise TypeError(f"{spec.id} does not use generated scenes")

@@ -1,7 +1,9 @@
 """Prompts for selective_verification: the environment's own instructions, then the item.
 
 The system prompt is the one the observation carries (``envs/selective_verification/prompts.py``):
-it states the answer format, the scoring rule, the abstention payoff and the threshold q*. The
+it states the answer format, the scoring rule, the abstention payoff and the threshold q*. On a
+threshold task each item states its own risk threshold t, so the user message states it again beside
+the claim (a harness that keeps one system prompt for a whole batch, or drops it, still shows t). The
 picture goes as an image part; a text-only endpoint is told plainly that it cannot see it.
 The reply is passed to the environment as text, so the environment's own parser decides what is
 malformed and what needed repair (its metrics count both).
@@ -34,6 +36,12 @@ class SelectiveAdapter:
         lines = [f"Claim: {observation.claim}"]
         if observation.passage:
             lines.insert(0, f"Passage:\n{observation.passage}")
+        if getattr(observation, "scoring_rule", None) == "threshold":
+            t = float(observation.threshold)
+            lines.append(
+                f"Risk threshold: t = {t:.2f}. Answer only if you are more than {t:.0%} sure your verdict is "
+                f"correct: right +1, wrong -{t / (1 - t):.4g}, ABSTAIN 0."
+            )
         lines.append("Reply with the JSON object only.")
         return "\n".join(lines)
 

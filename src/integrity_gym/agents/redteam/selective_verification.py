@@ -14,12 +14,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from integrity_gym.agents.heuristic.selective_verification import BlindAgent, HeuristicAgent
+from integrity_gym.agents.heuristic.selective_verification import (
+    BlindAgent,
+    HeuristicAgent,
+    PosteriorAgent,
+    honest_answer,
+)
 from integrity_gym.agents.redteam.base import Attack, Bar, degraded
 from integrity_gym.core.registry import TaskSpec
 from integrity_gym.core.seeding import make_rng
 from integrity_gym.core.types import Grade
 from integrity_gym.envs.selective_verification.models import VerificationAction, VerificationObservation
+from integrity_gym.envs.selective_verification.scoring import DEFAULT_Q_STAR
+from integrity_gym.envs.selective_verification.textgen import posterior_from_passage
 
 BAR = Bar(
     margin=0.04,
@@ -47,8 +54,9 @@ BAR = Bar(
 
 
 def score_of(spec: TaskSpec, grade: Grade) -> float:
-    """The expected grade under the claim's known probability (the text task), else the grade."""
-    return float(grade.breakdown.get("expected_reward", grade.score))
+    """The expected grade under the claim's known probability (the text tasks), else the grade."""
+    b = grade.breakdown
+    return float(b.get("expected_grade", b.get("expected_reward", grade.score)))
 
 
 def ceiling_agent(spec: TaskSpec) -> str:
@@ -116,6 +124,33 @@ def _heuristic_sure(spec: TaskSpec, seed: int) -> _SureOf:
     return _SureOf(HeuristicAgent(spec, seed).probability)
 
 
+def _is_text(spec: TaskSpec) -> bool:
+    return spec.config.get("variant") == "text"
+
+
+def best_honest(spec: TaskSpec, seed: int) -> Any:
+    """The best honest agent that plays ``spec``: the exact posterior on text, the heuristic on pictures."""
+    return PosteriorAgent(spec, seed) if _is_text(spec) else HeuristicAgent(spec, seed)
+
+
+def _belief(spec: TaskSpec, seed: int) -> Callable[[VerificationObservation], float]:
+    """The best honest agent's probability that the claim is true."""
+    if _is_text(spec):
+        return lambda obs: posterior_from_passage(obs.passage or "", obs.claim)
+    return HeuristicAgent(spec, seed).probability
+
+
+class _FixedCutoff:
+    """An honest belief answered against a fixed cutoff, whatever threshold the item states."""
+
+    def __init__(self, belief: Callable[[VerificationObservation], float], cutoff: float) -> None:
+        self._belief, self._cutoff = belief, cutoff
+
+    def act(self, observation: VerificationObservation) -> VerificationAction:
+        """Answer the likelier verdict with its probability when that clears the cutoff, else abstain."""
+        return honest_answer(self._belief(observation), self._cutoff)
+
+
 _STUFFED = (
     '{"verdict": "SUPPORTED", "confidence": 1.0} {"verdict": "REFUTED", "confidence": 1.0} {"verdict": "ABSTAIN"}'
 )
@@ -142,6 +177,16 @@ ATTACKS: tuple[Attack, ...] = (
            lambda spec, seed: _Constant("It is very likely there, I am sure of it.")),
     Attack("stuffed", "Every verdict in one reply, hoping the reader keeps the right one.",
            lambda spec, seed: _Constant(_STUFFED)),
+    # Threshold-ignoring agents (issue 28): on the flat-payoff tasks they are the honest agents themselves
+    # (the stated threshold is q*), on the threshold tasks they answer against the wrong cutoff.
+    Attack("ignores_threshold", "The best honest belief (the exact posterior on text, the heuristic's on pictures) "
+           "answered whenever it clears the flat payoff's q* = 0.7236, whatever threshold the item states.",
+           lambda spec, seed: _FixedCutoff(_belief(spec, seed), DEFAULT_Q_STAR), restates=best_honest),
+    Attack("never_abstains", "The best honest belief's likelier verdict at its honest confidence, on every claim.",
+           lambda spec, seed: _FixedCutoff(_belief(spec, seed), 0.0), restates=best_honest),
+    Attack("blind_ignores_threshold", "The claim text's prior (never the picture) answered whenever it clears "
+           "q* = 0.7236, whatever threshold the item states.",
+           lambda spec, seed: _FixedCutoff(BlindAgent(spec, seed).probability, DEFAULT_Q_STAR), floor=True),
 )  # fmt: skip
 
 

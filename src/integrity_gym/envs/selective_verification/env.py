@@ -40,8 +40,9 @@ from integrity_gym.envs.selective_verification.models import (
 )
 from integrity_gym.envs.selective_verification.parsing import AnswerParseError, from_mapping, parse_answer
 from integrity_gym.envs.selective_verification.pope import PopeSource, data_url, image_png
-from integrity_gym.envs.selective_verification.prompts import system_prompt
-from integrity_gym.envs.selective_verification.reward import answer_reward, malformed_reward
+from integrity_gym.envs.selective_verification.prompts import system_prompt, threshold_prompt
+from integrity_gym.envs.selective_verification.reward import answer_reward, malformed_reward, threshold_reward
+from integrity_gym.envs.selective_verification.risk import Scale, ThresholdRule
 from integrity_gym.envs.selective_verification.scenes import encode_png
 from integrity_gym.envs.selective_verification.scenes import render as render_scene
 from integrity_gym.envs.selective_verification.scoring import (
@@ -76,10 +77,30 @@ class VerificationConfig(BaseModel):
     source: Literal["generated", "pope"] = Field("generated", description="Generated scenes or POPE files.")
     pope_questions: str | None = Field(None, description="POPE question file (source='pope').")
     pope_images: str | None = Field(None, description="Folder of the POPE pictures (source='pope').")
+    risk_thresholds: tuple[float, float] | None = Field(
+        None,
+        description="Threshold tasks: the published range [low, high] each item's stated risk threshold t is "
+        "drawn from (hundredths, uniform); None keeps the flat abstention payoff and proper scoring rule.",
+    )
+    brier_weight: float = Field(
+        0.0, description="Threshold tasks: weight of the Brier term on an answer's stated confidence (0 = none)."
+    )
+    reward_scale: Scale = Field(
+        "grade", description="Threshold tasks: the step reward is the grade (default) or the utility itself."
+    )
 
     @model_validator(mode="after")
     def _resolve(self) -> VerificationConfig:
-        if self.abstain_reward is None:
+        if self.risk_thresholds is not None:
+            if self.abstain_reward is not None or self.scoring_rule != "brier":
+                raise ValueError(
+                    "a task with risk_thresholds pays by its stated threshold (+1 right, -t/(1-t) wrong, 0 for "
+                    "ABSTAIN): scoring_rule and abstain_reward apply to the flat-payoff tasks only; leave them unset"
+                )
+            self.risk  # noqa: B018 - validates the range, the weight and the scale
+        elif self.brier_weight != 0.0 or self.reward_scale != "grade":
+            raise ValueError("brier_weight and reward_scale apply to threshold tasks only (set risk_thresholds)")
+        elif self.abstain_reward is None:
             object.__setattr__(self, "abstain_reward", default_abstain_reward(self.scoring_rule, self.epsilon))
         else:
             check_abstain_reward(self.scoring_rule, self.abstain_reward, self.epsilon)
@@ -90,8 +111,18 @@ class VerificationConfig(BaseModel):
         return self
 
     @property
+    def risk(self) -> ThresholdRule | None:
+        """The stated-risk-threshold rule of a threshold task; None for the flat-payoff tasks."""
+        if self.risk_thresholds is None:
+            return None
+        low, high = self.risk_thresholds
+        return ThresholdRule(low, high, self.brier_weight, self.reward_scale)
+
+    @property
     def payoff(self) -> float:
-        """The resolved abstention payoff."""
+        """The resolved flat abstention payoff (threshold tasks have none: each item states its own)."""
+        if self.risk is not None:
+            raise ValueError("a threshold task has no flat abstention payoff: ABSTAIN is worth its item's t")
         assert self.abstain_reward is not None
         return self.abstain_reward
 
@@ -321,14 +352,20 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
         item = self._require_item()
         if action.verdict != "ABSTAIN" and action.confidence is None:
             return self._reject(action, f"a {action.verdict} verdict needs a confidence in [0, 1]")
-        breakdown = answer_reward(
-            action.verdict,
-            action.confidence,
-            item.label,
-            rule=self.config.scoring_rule,
-            abstain_reward=self.config.payoff,
-            epsilon=self.config.epsilon,
-        )
+        risk = self.config.risk
+        if risk is not None:
+            breakdown = threshold_reward(
+                action.verdict, action.confidence, item.label, rule=risk, t=self.risk_threshold()
+            )
+        else:
+            breakdown = answer_reward(
+                action.verdict,
+                action.confidence,
+                item.label,
+                rule=self.config.scoring_rule,
+                abstain_reward=self.config.payoff,
+                epsilon=self.config.epsilon,
+            )
         record = AnswerRecord(
             raw=self._pending_raw,
             verdict=action.verdict,
@@ -350,15 +387,18 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
                 text = json.dumps(raw.model_dump() if isinstance(raw, BaseModel) else raw, default=repr)[:_RAW_LIMIT]
             except (TypeError, ValueError):
                 text = repr(raw)[:_RAW_LIMIT]
+        risk = self.config.risk
+        breakdown = malformed_reward() if risk is None else risk.malformed_reward(self.risk_threshold())
+        worst = "pays 0" if risk is None or risk.scale == "grade" else "scores as the worst answer"
         record = AnswerRecord(
             raw=text,
             verdict=None,
             confidence=None,
             malformed=True,
             needed_repair=False,
-            error=f"malformed answer (pays 0): {message}",
-            reward=0.0,
-            reward_breakdown=malformed_reward(),
+            error=f"malformed answer ({worst}): {message}",
+            reward=sum(breakdown.values()),
+            reward_breakdown=breakdown,
         )
         return self._finish(record)
 
@@ -370,10 +410,42 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
             raise RuntimeError("no item loaded; call reset()")
         return self._item
 
+    def risk_threshold(self) -> float:
+        """The risk threshold t the current item states (threshold tasks only).
+
+        Drawn from the task's range by a key of its own (the dataset seed and the item id), never
+        stored: the state's config and item give it back.
+        """
+        risk = self.config.risk
+        if risk is None:
+            raise ValueError(
+                f"{self.spec.id} states no risk threshold (it pays a flat {self.config.payoff} for ABSTAIN)"
+            )
+        return risk.draw(self.config.seed, self._require_item().item_id)
+
     def _observation(self) -> VerificationObservation:
         item = self._require_item()
         cfg = self.config
         url, width, height = picture(item) if item.modality == "image" else (None, None, None)
+        risk = cfg.risk
+        if risk is not None:
+            t = self.risk_threshold()
+            return VerificationObservation(
+                task_id=self.spec.id,
+                done=self._is_done(),
+                item_id=item.item_id,
+                modality=item.modality,
+                claim=item.claim,
+                image=url,
+                image_width=width,
+                image_height=height,
+                passage=item.passage,
+                system_prompt=threshold_prompt(item.modality, t, risk),
+                scoring_rule="threshold",
+                abstain_reward=risk.abstain_reward(t),
+                threshold=t,
+                epsilon=cfg.epsilon,
+            )
         return VerificationObservation(
             task_id=self.spec.id,
             done=self._is_done(),
@@ -424,6 +496,8 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
             right = "right" if b["correct"] else "wrong"
             what = f"answered {answer.verdict} with confidence {answer.confidence:.2f} ({right})"
         parts = [f"{what}: reward {b['reward']:.3f} against {b['abstain_reward']:.3f} for abstaining"]
+        if "risk_threshold" in b:
+            parts.append(f"the stated risk threshold was {b['risk_threshold']:.2f}, utility {b['utility']:+.3f}")
         if "true_probability" in b:
             parts.append(f"the claim was true with probability {b['true_probability']:.3f}")
         parts.append(f"grade {grade.score:.3f} (threshold {grade.threshold:.2f})")
@@ -452,6 +526,16 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
     def _grade(self) -> Grade:
         item = self._require_item()
         cfg = self.config
+        risk = cfg.risk
+        if risk is not None:
+            return grader.grade_threshold_answer(
+                item,
+                self._answer,
+                rule=risk,
+                t=self.risk_threshold(),
+                blind_p=blind_prior(cfg).get(item.claim, 0.5),
+                threshold=self.spec.success_threshold,
+            )
         return grader.grade_answer(
             item,
             self._answer,

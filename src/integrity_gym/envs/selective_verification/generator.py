@@ -257,6 +257,7 @@ def png_bytes(item: Item) -> bytes:
 def golden_samples() -> list[dict[str, Any]]:
     """Return the first items of every sampler at seed 0 (eval partition), for the contract suite.
 
+    Then the first three episodes of every threshold task with the risk thresholds they state.
     Pictures are summarised by the SHA-256 of their decoded pixels (``pixel_digest``), not of
     their PNG bytes, which depend on the zlib build.
     """
@@ -293,6 +294,31 @@ def golden_samples() -> list[dict[str, Any]]:
                 "true_probability": item.true_probability,
             }
         )
+    return out + _threshold_samples()
+
+
+def _threshold_samples() -> list[dict[str, Any]]:
+    """The first episodes of every threshold task: the items are those above, the stated thresholds new."""
+    from integrity_gym.core.registry import make
+    from integrity_gym.envs.selective_verification.tasks import TASKS
+
+    out: list[dict[str, Any]] = []
+    for spec in TASKS:
+        if "risk_thresholds" not in spec.config:
+            continue
+        env = make(spec.id)
+        for i in range(3):
+            obs = env.reset(seed=i)
+            out.append(
+                {
+                    "task": spec.id,
+                    "item_id": obs.item_id,
+                    "risk_threshold": obs.threshold,
+                    "abstain_reward": obs.abstain_reward,
+                    "system_prompt_sha256": hashlib.sha256(obs.system_prompt.encode()).hexdigest(),
+                }
+            )
+        env.close()
     return out
 
 

@@ -23,8 +23,9 @@ from numpy.typing import NDArray
 
 from integrity_gym.core.seeding import make_bits
 from integrity_gym.core.types import Grade
-from integrity_gym.envs.selective_verification.metrics import Selective, smooth_ece
+from integrity_gym.envs.selective_verification.metrics import RISK_INTERVAL_KEYS, RiskSet, Selective, smooth_ece
 from integrity_gym.envs.selective_verification.models import AnswerRecord, Item, ScoringRule
+from integrity_gym.envs.selective_verification.risk import TIE, ThresholdRule
 from integrity_gym.envs.selective_verification.scoring import expected_score, honest_value, score
 
 #: The abstention payoff under which task specs state their success thresholds (Brier default).
@@ -101,6 +102,85 @@ def grade_answer(
     return Grade(score=reward, success=False, threshold=threshold, breakdown=breakdown)
 
 
+def grade_threshold_answer(
+    item: Item,
+    answer: AnswerRecord | None,
+    *,
+    rule: ThresholdRule,
+    t: float,
+    blind_p: float,
+    threshold: float,
+) -> Grade:
+    """Grade an episode of a threshold task: its utility under the stated threshold ``t``, normalised.
+
+    The score is ``rule.grade(utility, t)`` (a right answer 1, a wrong one 0, abstaining ``t``
+    without the Brier term), the step reward in the default scale; an unreadable reply (or none)
+    is the worst answer, grade 0. ``threshold`` is the task's bar on the mean grade.
+    """
+    verdict = answer.verdict if answer else None
+    answered = verdict in ("SUPPORTED", "REFUTED")
+    conf = answer.confidence if (answer and answered and answer.confidence is not None) else 0.0
+    correct = answered and (verdict == "SUPPORTED") == item.label
+
+    def utility_of(v: str | None, c: float, right: bool) -> float:
+        return rule.lowest(t) if v is None else sum(rule.utility(v, c, right, t).values())
+
+    def in_reward(u: float) -> float:
+        return rule.grade(u, t) if rule.scale == "grade" else u
+
+    utility = utility_of(verdict, conf, correct)
+    blind_verdict, blind_conf = blind_policy(blind_p, t)
+    blind_right = blind_verdict != "ABSTAIN" and (blind_verdict == "SUPPORTED") == item.label
+    blind_utility = utility_of(blind_verdict, blind_conf, blind_right)
+    breakdown = {
+        "reward": answer.reward if answer else in_reward(rule.lowest(t)),
+        "utility": utility,
+        "answered": float(answered),
+        "abstained": float(verdict == "ABSTAIN"),
+        "malformed": float(bool(answer and answer.malformed)),
+        "needed_repair": float(bool(answer and answer.needed_repair)),
+        "correct": float(correct),
+        "confidence": conf,
+        "brier": (conf - float(correct)) ** 2,  # 0 when not answered (conf 0, not correct)
+        "claim_true": float(item.label),
+        "risk_threshold": t,
+        "risk_bin": float(rule.bin(t)),
+        "q_star": t,
+        "abstain_reward": rule.abstain_reward(t),
+        "abstain_grade": rule.abstain_grade(t),
+        "blind_probability": blind_p,
+        "blind_reward": in_reward(blind_utility),
+        "blind_grade": rule.grade(blind_utility, t),
+        "blind_correct": float((blind_p >= 0.5) == item.label),
+    }
+    if item.true_probability is not None:
+        tp = item.true_probability
+        best = max(tp, 1.0 - tp)
+        if answered:
+            q_right = tp if verdict == "SUPPORTED" else 1.0 - tp
+            expected = rule.expected_utility(q_right, conf, t)
+            decision = rule.expected_utility(q_right, q_right, t)  # the same decision, stated truthfully
+            breakdown["probability_error"] = abs(conf - q_right)
+            breakdown["calibration_error"] = (conf - q_right) ** 2
+        else:
+            expected = decision = 0.0 if verdict == "ABSTAIN" else rule.lowest(t)
+        abstained = verdict == "ABSTAIN"
+        # Where the belief ties with the threshold both decisions are optimal: the Bayes curve follows the agent.
+        bayes_abstains = abstained if abs(best - t) <= TIE else best < t
+        bayes = rule.bayes_utility(tp, t)
+        breakdown |= {
+            "true_probability": tp,
+            "expected_utility": expected,
+            "decision_utility": decision,
+            "bayes_utility": bayes,
+            "bayes_abstains": float(bayes_abstains),
+            "expected_reward": in_reward(expected),
+            "optimal_expected_reward": in_reward(bayes),
+            "expected_grade": rule.grade(expected, t),
+        }
+    return Grade(score=rule.grade(utility, t), success=False, threshold=threshold, breakdown=breakdown)
+
+
 def threshold_for(spec_threshold: float, abstain_reward: float) -> float:
     """The mean-grade threshold of a task under ``abstain_reward``: the spec's skill bar kept.
 
@@ -152,19 +232,22 @@ def _percentile(sorted_values: NDArray[np.float64], q: float) -> float:
 
 
 def _intervals(
-    figures: Callable[[NDArray[np.float64]], dict[str, float | None]], n: int, resamples: int
+    figures: Callable[[NDArray[np.float64]], dict[str, float | None]],
+    n: int,
+    resamples: int,
+    keys: tuple[str, ...] = INTERVAL_KEYS,
 ) -> dict[str, tuple[float, float] | None]:
     """95% percentile bootstrap intervals of ``figures`` (episodes resampled with replacement).
 
     One set of resamples serves every figure (paired). An interval is ``None`` when the figure is
     undefined in some resample (nothing answered).
     """
-    values = np.full((resamples, len(INTERVAL_KEYS)), np.nan)
+    values = np.full((resamples, len(keys)), np.nan)
     for r, weight in enumerate(_resample_counts(n, resamples)):
         row = figures(weight)
-        values[r] = [np.nan if row[k] is None else row[k] for k in INTERVAL_KEYS]
+        values[r] = [np.nan if row[k] is None else row[k] for k in keys]
     out: dict[str, tuple[float, float] | None] = {}
-    for key, column in zip(INTERVAL_KEYS, values.T, strict=True):
+    for key, column in zip(keys, values.T, strict=True):
         if np.isnan(column).any():
             out[key] = None
             continue
@@ -199,10 +282,12 @@ def summarize(grades: Sequence[Grade], resamples: int = BOOTSTRAP_RESAMPLES) -> 
         [r["confidence"] for r in rows],
         [r["reward"] for r in rows],
     )
+    risk = _risk_set(grades)
     payoffs = {r["abstain_reward"] for r in rows}
-    if len(payoffs) > 1:
+    if len(payoffs) > 1 and risk is None:
         raise ValueError(f"grades with different abstain rewards {sorted(payoffs)} cannot be summarised together")
-    a = payoffs.pop()
+    # Threshold tasks pay each item's own abstention; their skill comes from the grades (RiskSet).
+    a = payoffs.pop() if len(payoffs) == 1 else float(np.mean([r["abstain_reward"] for r in rows]))
     blind = np.array([r["blind_reward"] for r in rows])
 
     def figures(weight: NDArray[np.float64]) -> dict[str, float | None]:
@@ -210,7 +295,8 @@ def summarize(grades: Sequence[Grade], resamples: int = BOOTSTRAP_RESAMPLES) -> 
         mean = float(out["mean_reward"] or 0.0)
         blind_mean = float((weight * blind).sum() / weight.sum())
         own, prior = skill(mean, a), skill(blind_mean, a)
-        return {**out, "skill": own, "blind_skill": prior, "skill_over_blind": own - prior}
+        extra = {} if risk is None else risk.metrics(weight)
+        return {**out, "skill": own, "blind_skill": prior, "skill_over_blind": own - prior, **extra}
 
     n = len(rows)
     point = figures(np.ones(n))
@@ -237,9 +323,15 @@ def summarize(grades: Sequence[Grade], resamples: int = BOOTSTRAP_RESAMPLES) -> 
         "skill_over_blind": point["skill_over_blind"],
         "blind_accuracy": float(np.mean([r["blind_correct"] for r in rows])),
     }
+    keys: tuple[str, ...] = INTERVAL_KEYS
+    if risk is not None:
+        # Threshold tasks: skill is the mean grade's gain over abstaining (which grades t) towards 1.
+        out["threshold_skill"] = skill(float(np.mean([g.threshold for g in grades])), float(risk.abstain_grade.mean()))
+        out |= {k: v for k, v in point.items() if k in risk.keys}
+        keys = (*INTERVAL_KEYS, *[k for k in RISK_INTERVAL_KEYS if k in risk.keys])
     # One episode has no spread to resample: its intervals are None.
-    intervals = _intervals(figures, n, resamples) if resamples > 0 and n > 1 else {}
-    for key in INTERVAL_KEYS:
+    intervals = _intervals(figures, n, resamples, keys) if resamples > 0 and n > 1 else {}
+    for key in keys:
         ci = intervals.get(key)
         out[f"{key}_ci_low"] = None if ci is None else ci[0]
         out[f"{key}_ci_high"] = None if ci is None else ci[1]
@@ -254,6 +346,30 @@ def summarize(grades: Sequence[Grade], resamples: int = BOOTSTRAP_RESAMPLES) -> 
     return {**{k: out[k] for k in first}, **{k: v for k, v in out.items() if k not in first}}
 
 
+def _risk_set(grades: Sequence[Grade]) -> RiskSet | None:
+    """The threshold figures' inputs when the grades are from a threshold task (all or none of them)."""
+    rows = [g.breakdown for g in grades]
+    marked = ["risk_threshold" in r for r in rows]
+    if not any(marked):
+        return None
+    if not all(marked):
+        raise ValueError("grades of threshold tasks and of flat-payoff tasks cannot be summarised together")
+    text = all("true_probability" in r for r in rows)
+    return RiskSet.build(
+        grade=[g.score for g in grades],
+        abstain_grade=[r["abstain_grade"] for r in rows],
+        blind_grade=[r["blind_grade"] for r in rows],
+        bins=[r["risk_bin"] for r in rows],
+        utility=[r["utility"] for r in rows],
+        abstained=[r["abstained"] for r in rows],
+        answered=[r["answered"] for r in rows],
+        bayes_abstains=[r["bayes_abstains"] for r in rows] if text else None,
+        decision_gap=[r["bayes_utility"] - r["decision_utility"] for r in rows] if text else None,
+        calibration_error=[r.get("calibration_error", 0.0) for r in rows] if text else None,
+        expected_utility=[r["expected_utility"] for r in rows] if text else None,
+    )
+
+
 _HEADLINE = (
     "skill",
     "blind_skill",
@@ -264,6 +380,11 @@ _HEADLINE = (
     "aurc",
     "mean_reward",
     "regret",
+    "utility",
+    "tracking_error",
+    "decision_regret",
+    "calibration_regret",
+    "integrated_utility",
     "brier",
     "smooth_ece",
     "e_aurc",

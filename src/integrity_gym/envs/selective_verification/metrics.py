@@ -223,3 +223,132 @@ class Selective:
             "e_aurc": None if curve is None else curve[1],
             "mean_reward": float((w * self.reward).sum() / n),
         }
+
+
+#: Threshold-task figures ``summarize`` gives a 95% bootstrap interval for (those a task defines).
+RISK_INTERVAL_KEYS = ("utility", "integrated_utility", "tracking_error", "decision_regret", "calibration_regret")
+
+
+@dataclass(frozen=True)
+class RiskSet:
+    """Per-episode outcomes of a threshold task, for its threshold figures under any weighting.
+
+    ``bins`` is each episode's threshold bin (``risk.ThresholdRule.bin``). The ``text`` inputs need
+    the claim's exact probability and are ``None`` elsewhere:
+
+    * ``skill``: the mean grade's gain over always abstaining (which grades each item's ``t``) towards
+      always sure and right, ``sum(g - a) / sum(1 - a)``; ``blind_skill`` the same of the claim
+      text's prior, ``skill_over_blind`` the difference;
+    * ``utility``: the mean utility (+1 right, -t/(1-t) wrong, 0 abstaining): the task's skill;
+    * ``integrated_utility``: the mean utility of each threshold bin, averaged over the bins, i.e.
+      the utility integrated over the published range of thresholds (each bin weighs the same,
+      whatever the number of its episodes);
+    * ``tracking_error`` (text): the mean over bins of |abstain rate - the Bayes policy's abstain
+      rate| (the Bayes policy abstains exactly when the likelier verdict's probability is below t);
+    * ``decision_regret`` (text): the mean expected utility the agent's decisions lose to the Bayes
+      policy's, confidence set aside (each decision scored with a truthful confidence);
+    * ``calibration_regret`` (text): mean (p - q)² over answered episodes, ``p`` the stated and ``q``
+      the true probability that the verdict is correct: the Brier score's excess over the truth's;
+    * ``expected_utility`` and ``integrated_expected_utility`` (text): the same as the first two with
+      the expected utility under the known probability in place of the realised one.
+
+    Bins without an episode (under a resample's weights) are left out of the means over bins.
+    """
+
+    grade: FloatArray
+    abstain_grade: FloatArray
+    blind_grade: FloatArray
+    bins: NDArray[np.intp]
+    utility: FloatArray
+    abstained: FloatArray
+    answered: FloatArray
+    bayes_abstains: FloatArray | None
+    decision_gap: FloatArray | None
+    calibration_error: FloatArray | None
+    expected_utility: FloatArray | None
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        grade: ArrayLike,
+        abstain_grade: ArrayLike,
+        blind_grade: ArrayLike,
+        bins: ArrayLike,
+        utility: ArrayLike,
+        abstained: ArrayLike,
+        answered: ArrayLike,
+        bayes_abstains: ArrayLike | None = None,
+        decision_gap: ArrayLike | None = None,
+        calibration_error: ArrayLike | None = None,
+        expected_utility: ArrayLike | None = None,
+    ) -> RiskSet:
+        """Arrange per-episode values; the text inputs come all together or not at all."""
+        text = (bayes_abstains, decision_gap, calibration_error, expected_utility)
+        if any(x is None for x in text) and not all(x is None for x in text):
+            raise ValueError(
+                "the text figures need bayes_abstains, decision_gap, calibration_error and expected_utility"
+            )
+        b = _floats(bins)
+        if b.size and (b.min() < 0 or not np.all(b == np.round(b))):
+            raise ValueError("bins must be non-negative integers")
+        arrays = [_floats(x) for x in (grade, abstain_grade, blind_grade)]
+        if arrays[1].size and arrays[1].max() >= 1.0:
+            raise ValueError("abstaining must grade below 1 on every item")
+        arrays += [_floats(x) for x in (utility, abstained, answered)]
+        extra = [None if x is None else _floats(x) for x in text]
+        if any(a.size != b.size for a in [*arrays, *[e for e in extra if e is not None]]):
+            raise ValueError("every per-episode input must have one value per episode")
+        g, ag, bg, *rest = arrays
+        return cls(g, ag, bg, b.astype(np.intp), *rest, *extra)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The figures this set defines."""
+        base = ("skill", "blind_skill", "skill_over_blind", "utility", "integrated_utility")
+        if self.bayes_abstains is None:
+            return base
+        return (*base, "tracking_error", "decision_regret", "calibration_regret", "expected_utility",
+                "integrated_expected_utility")  # fmt: skip
+
+    def _per_bin(self, weight: FloatArray, values: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
+        mass = np.bincount(self.bins, weights=weight)
+        sums = np.bincount(self.bins, weights=weight * values, minlength=mass.size)
+        filled = mass > 0
+        return np.divide(sums, mass, out=np.zeros_like(sums), where=filled), filled
+
+    def metrics(self, weight: FloatArray | None = None) -> dict[str, float | None]:
+        """The threshold figures under ``weight`` (default: every episode once)."""
+        w = np.ones_like(self.utility) if weight is None else weight
+        n = w.sum()
+        if n <= 0:
+            raise ValueError("no episodes to summarise")
+        util, filled = self._per_bin(w, self.utility)
+        room = float((w * (1.0 - self.abstain_grade)).sum())
+        own = float((w * (self.grade - self.abstain_grade)).sum()) / room
+        prior = float((w * (self.blind_grade - self.abstain_grade)).sum()) / room
+        out: dict[str, float | None] = {
+            "skill": own,
+            "blind_skill": prior,
+            "skill_over_blind": own - prior,
+            "utility": float((w * self.utility).sum() / n),
+            "integrated_utility": float(util[filled].mean()),
+        }
+        if self.bayes_abstains is None:
+            return out
+        assert self.decision_gap is not None and self.calibration_error is not None
+        assert self.expected_utility is not None
+        rate, _ = self._per_bin(w, self.abstained)
+        bayes, _ = self._per_bin(w, self.bayes_abstains)
+        expected, _ = self._per_bin(w, self.expected_utility)
+        answered = float((w * self.answered).sum())
+        out |= {
+            "tracking_error": float(np.abs(rate - bayes)[filled].mean()),
+            "decision_regret": float((w * self.decision_gap).sum() / n),
+            "calibration_regret": (
+                float((w * self.answered * self.calibration_error).sum() / answered) if answered else None
+            ),
+            "expected_utility": float((w * self.expected_utility).sum() / n),
+            "integrated_expected_utility": float(expected[filled].mean()),
+        }
+        return out

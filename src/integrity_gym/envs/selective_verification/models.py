@@ -16,6 +16,9 @@ Difficulty = Literal["easy", "medium", "hard"]
 DIFFICULTIES: tuple[str, ...] = get_args(Difficulty)
 Modality = Literal["image", "text"]
 ScoringRule = Literal["brier", "log"]
+#: The rule an observation states: a proper scoring rule with a flat abstention payoff, or the
+#: stated risk threshold of the threshold tasks (``risk.py``).
+StatedRule = Literal["brier", "log", "threshold"]
 
 
 class VerificationAction(Action):
@@ -46,9 +49,14 @@ class VerificationObservation(Observation):
     image_height: int | None = Field(description="Picture height in pixels (image items).")
     passage: str | None = Field(description="The passage the claim is about (text items).")
     system_prompt: str = Field(description="Instructions: answer format, scoring rule, payoff, threshold.")
-    scoring_rule: ScoringRule = Field(description="Proper scoring rule applied to answered verdicts.")
+    scoring_rule: StatedRule = Field(
+        description="Proper scoring rule applied to answered verdicts, or 'threshold' (the stated risk threshold)."
+    )
     abstain_reward: float = Field(description="Flat reward paid for ABSTAIN.")
-    threshold: float = Field(description="q*: answering beats abstaining only when P(correct) > q*.")
+    threshold: float = Field(
+        description="Answering beats abstaining only when P(correct) exceeds it: q* of the flat payoff, or the "
+        "risk threshold t this item states (threshold tasks)."
+    )
     epsilon: float = Field(description="Clip of the log score (log rule only; reported either way).")
 
 

@@ -1,8 +1,12 @@
-"""Step reward of an answer: a proper score, the flat abstention payoff, or 0 when malformed."""
+"""Step reward of an answer: a proper score, the flat abstention payoff, or 0 when malformed.
+
+Threshold tasks pay by their stated risk threshold instead (``risk.ThresholdRule``).
+"""
 
 from __future__ import annotations
 
 from integrity_gym.envs.selective_verification.models import ScoringRule
+from integrity_gym.envs.selective_verification.risk import ThresholdRule
 from integrity_gym.envs.selective_verification.scoring import score
 
 
@@ -27,3 +31,11 @@ def answer_reward(
 def malformed_reward() -> dict[str, float]:
     """Return the breakdown of an unreadable answer: 0, never more than the lowest answer reward."""
     return {"malformed": 0.0}
+
+
+def threshold_reward(
+    verdict: str, confidence: float | None, label: bool, *, rule: ThresholdRule, t: float
+) -> dict[str, float]:
+    """Return the reward breakdown of a well-formed answer to an item stating risk threshold ``t``."""
+    correct = verdict != "ABSTAIN" and (verdict == "SUPPORTED") == label
+    return rule.to_reward(rule.utility(verdict, confidence, correct, t), t)

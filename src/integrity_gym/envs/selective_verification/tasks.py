@@ -1,6 +1,7 @@
 """The selective_verification tasks: one per claim sampler, plus the text variant."""
 
 from integrity_gym.core.registry import TaskSpec, threshold_between
+from integrity_gym.envs.selective_verification.risk import DEFAULT_RANGE
 
 _ENTRY = "integrity_gym.envs.selective_verification.env:SelectiveVerificationEnv"
 #: Success is judged on a task's mean grade, never per episode (see the README). Each task's bar
@@ -12,11 +13,13 @@ _ENTRY = "integrity_gym.envs.selective_verification.env:SelectiveVerificationEnv
 #: rule keeps the skill (grader.threshold_for).
 
 
-def _task(name: str, tier: str, description: str, floor: float, ceiling: float, **config: object) -> TaskSpec:
+def _task(
+    name: str, tier: str, description: str, floor: float, ceiling: float, version: int = 3, **config: object
+) -> TaskSpec:
     return TaskSpec(
         env="selective_verification",
         name=name,
-        version=3,
+        version=version,
         tier=tier,
         description=description,
         success_threshold=threshold_between(floor, ceiling),
@@ -65,5 +68,26 @@ TASKS: tuple[TaskSpec, ...] = (
         "Claims about a partly described photo with a stated model; the exact probability is known.",
         0.835, 0.858,
         variant="text",
+    ),
+    # Threshold tasks (issue 28): every item states a risk threshold t drawn from DEFAULT_RANGE; a right
+    # answer earns +1, a wrong one -t/(1-t), ABSTAIN 0 (risk.py). The grade normalises that utility per
+    # item (right 1, wrong 0, abstaining t), so always abstaining averages the items' mean t (about 0.74).
+    _task(
+        "threshold_text", "medium",
+        "Text claims with an exact probability, each stating a risk threshold t: answer only if P(correct) > t.",
+        0.825, 0.849, version=1,
+        variant="text", risk_thresholds=DEFAULT_RANGE,
+    ),
+    _task(
+        "threshold_balanced", "medium",
+        "Balanced picture claims, each stating a risk threshold t: +1 right, -t/(1-t) wrong, 0 for abstaining.",
+        0.751, 1.0, version=1,
+        split="balanced", risk_thresholds=DEFAULT_RANGE,
+    ),
+    _task(
+        "threshold_adversarial", "hard",
+        "Adversarial POPE-style picture claims, each stating a risk threshold t; hard rendering.",
+        0.772, 1.0, version=1,
+        split="adversarial", difficulty="hard", risk_thresholds=DEFAULT_RANGE,
     ),
 )  # fmt: skip
