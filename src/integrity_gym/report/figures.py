@@ -30,6 +30,10 @@ FIGURES = (
      "confidence in ten bins (numbers are items per bin)."),
     ("risk_coverage", "Risk-coverage", "Selective verification: error rate among the k most confident answers "
      "against the share answered; dotted, the blind baseline that sees only the claim's text."),
+    ("abstain_by_threshold", "Abstention against the stated threshold", "Selective verification's threshold "
+     "tasks: share of ABSTAIN replies against the risk threshold t each item states, in nine bins of t; dashed, "
+     "the Bayes policy (on text it abstains exactly when the claim's known probability is below t; pictures "
+     "decide every claim, so there it never abstains)."),
 )  # fmt: skip
 
 
@@ -55,6 +59,7 @@ def draw_figures(
     out["variance"], _ = plots.mean_vs_variance(runs, out_dir / "variance.png")
     out["reliability"] = plots.reliability(models, out_dir / "reliability.png")
     out["risk_coverage"] = plots.risk_coverage(models, out_dir / "risk_coverage.png")
+    out["abstain_by_threshold"] = plots.abstain_by_threshold(models, out_dir / "abstain_by_threshold.png")
     return {k: v for k, v in out.items() if v is not None}
 
 

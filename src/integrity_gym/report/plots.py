@@ -388,3 +388,51 @@ def risk_coverage(runs: Sequence[RunData], path: Path) -> Path | None:
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     return save(fig, path)
+
+
+def _threshold_rows(run: RunData, task_id: str) -> list[dict[str, float]]:
+    """Grade breakdowns of a run's episodes of ``task_id`` that state a risk threshold (threshold tasks)."""
+    rows = [r["grade"]["breakdown"] for r in run.completed(task_id=task_id)]
+    return [b for b in rows if "risk_threshold" in b and "risk_bin" in b]
+
+
+def _by_bin(rows: Sequence[dict[str, float]], key: str) -> tuple[list[float], list[float]]:
+    """Per threshold bin (``risk_bin``): the mean stated threshold and the mean of ``key``."""
+    bins = sorted({int(r["risk_bin"]) for r in rows})
+    xs = [float(np.mean([r["risk_threshold"] for r in rows if int(r["risk_bin"]) == b])) for b in bins]
+    ys = [float(np.mean([r[key] for r in rows if int(r["risk_bin"]) == b])) for b in bins]
+    return xs, ys
+
+
+def abstain_by_threshold(runs: Sequence[RunData], path: Path) -> Path | None:
+    """Selective verification's threshold tasks: abstain rate against the stated threshold t, per run.
+
+    Beside it the Bayes policy's curve where the claim's probability is known (text: abstain exactly
+    when the likelier verdict's probability is below t); on pictures, which decide every claim, the
+    Bayes policy never abstains.
+    """
+    tasks = [t for t in task_order(runs) if any(_threshold_rows(r, t) for r in runs)]
+    if not tasks:
+        return None
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(tasks), figsize=(4.4 * len(tasks) + 0.4, 3.9), squeeze=False)
+    palette = _colors(len(runs))
+    for ax, task_id in zip(axes[0], tasks, strict=True):
+        known: list[dict[str, float]] = []
+        for run, color in zip(runs, palette, strict=True):
+            rows = _threshold_rows(run, task_id)
+            if rows:
+                ax.plot(*_by_bin(rows, "abstained"), marker="o", color=color, label=f"{run.display} (n={len(rows)})")
+                known += [r for r in rows if "bayes_abstains" in r]
+        if known:
+            ax.plot(*_by_bin(known, "bayes_abstains"), color="black", linestyle="--", label="Bayes policy")
+        else:
+            ax.axhline(0.0, color="black", linestyle="--", linewidth=1, label="Bayes policy (never abstains)")
+        ax.set_xlim(0.48, 0.97)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("stated risk threshold t")
+        ax.set_ylabel("abstain rate")
+        ax.set_title(_short(task_id), fontsize=9)
+        ax.legend(fontsize=7, loc="upper left")
+        ax.grid(alpha=0.3)
+    return save(fig, path)
