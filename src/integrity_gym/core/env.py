@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from abc import ABC, abstractmethod
@@ -30,6 +31,10 @@ WASTED_STEP = 0.05
 
 #: Seeds are 64-bit signed integers: every generator's item ids and keyed draws are built for them.
 SEED_LIMIT = 2**63
+
+#: Episode serials (``Env.episode_serial``): one counter for the whole process, so no two episodes
+#: of any two instances ever share one.
+_EPISODE_SERIALS = itertools.count(1)
 
 
 class InvalidActionError(ValueError):
@@ -106,6 +111,13 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
     config_type: ClassVar[type[BaseModel] | None] = None
     observation_type: ClassVar[type[BaseModel]]
     state_type: ClassVar[type[BaseModel]]
+    #: Fields of ``state_type`` that only ``reset`` (or ``load_state``) sets and no step changes: the
+    #: episode's document or scenario, its configuration. A store that saves the state after every
+    #: step (the Redis session store) writes them once per episode and only the other fields per
+    #: step. Empty (the default): the whole state is saved every time. A field listed here that a
+    #: step does change would be lost when a session moves between server processes
+    #: (tests/server/test_static_state.py steps every environment that lists some and checks it).
+    static_state_fields: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, spec: TaskSpec, **config: Any) -> None:
         if spec.env != self.env_name:
@@ -115,6 +127,7 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
         self._configure(spec, {**spec.config, **config})
         self._started = False
         self._closed = False
+        self._episode_serial = 0
 
     # ----------------------------------------------------------------- public API
     def reset(
@@ -133,6 +146,7 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
         """
         if seed is not None and not -SEED_LIMIT <= seed < SEED_LIMIT:
             raise ValueError(f"seed must be an integer in [-2**63, 2**63), got {seed}")
+        self._episode_serial = next(_EPISODE_SERIALS)  # before any change: a reset failing half-way changes too
         if task is not None and task != self.spec.id:
             from integrity_gym.core.registry import get_spec
 
@@ -215,8 +229,18 @@ class Env(ABC, Generic[ActT, ObsT, StateT]):
     def load_state(self, state: StateT | Mapping[str, Any]) -> None:
         """Restore an episode from ``state()`` output (e.g. a session moved between servers)."""
         parsed = state if isinstance(state, self.state_type) else self.state_type.model_validate(state)
+        self._episode_serial = next(_EPISODE_SERIALS)
         self._load_state(parsed)  # type: ignore[arg-type]
         self._started = True
+
+    @property
+    def episode_serial(self) -> int:
+        """A number no other episode in this process has: drawn anew by every ``reset`` and ``load_state``.
+
+        0 before the first. The ``static_state_fields`` can only change when it does, so a store
+        that wrote them at one serial need not write them again until it changes.
+        """
+        return self._episode_serial
 
     def close(self) -> None:
         """Release resources. Closing twice is harmless."""

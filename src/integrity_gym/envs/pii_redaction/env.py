@@ -100,6 +100,8 @@ class PiiRedactionEnv(Env[RedactionAction, RedactionObservation, RedactionState]
     action_type = RedactionAction
     observation_type = RedactionObservation
     state_type = RedactionState
+    #: Set by reset alone: the document (most of the state's bytes) and what picked it.
+    static_state_fields = frozenset({"task_id", "seed", "episode_id", "config", "document"})
     action_help = (
         "Actions: REDACT start end LABEL (absolute offsets, end exclusive; labels "
         + " ".join(LABELS)
