@@ -18,6 +18,8 @@ also has a quota of sessions and a rate of opening them (``quota.py``).
 * ``RedisStore`` keeps each HTTP session's full state (``Env.state()`` as JSON) in Redis, so
   several server processes behind one address share sessions: a session reset through one
   process can be stepped through another, which rebuilds the episode with ``Env.load_state``.
+  The fields an environment declares static (``Env.static_state_fields``, e.g. pii_redaction's
+  document) are written once per episode, the rest after every step (``redis_state.py``).
   Per-session locking then uses a Redis lock, and the capacity count is global. WebSocket
   sessions stay in the process that holds the connection but still count towards capacity.
 

@@ -35,6 +35,17 @@ from integrity_gym.server.sessions.quota import (
     ClientQuotaError,
     RateLimitError,
 )
+from integrity_gym.server.sessions.redis_state import (
+    FINISH_SCRIPT,
+    READ_FIELDS,
+    SAVE_SCRIPT,
+    USE_SCRIPT,
+    StoredSession,
+    complete,
+    rebuild,
+    record_static,
+    state_fields,
+)
 
 log = logging.getLogger("integrity_gym.server.sessions")
 
@@ -124,54 +135,6 @@ return redis.call('ZCOUNT', index, ARGV[1], '+inf')
 """
 )
 
-# Save a session's state, only while the caller still holds its lock (ARGV[1] = the lock's token,
-# '' for a session no one else can know yet). KEYS: state hash, index, lock. ARGV: token, ttl s,
-# index score, session id, then field/value pairs. 1 if saved, 0 if the lock was lost.
-_SAVE_SCRIPT = """
-if ARGV[1] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 5))
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-return 1
-"""
-
-# Take a session's lock and read the session, in one call (``use``). KEYS: state hash, lock. ARGV:
-# the lock's token, its lease in ms, the environment's name, the version cached here ('' if none).
-# Returns 0 if no such session in this environment (the lock is not taken), 1 if another holds the
-# lock, 2 if taken and the cached version is current, else {task, ver, handle, episode, state}.
-_USE_SCRIPT = """
-local m = redis.call('HMGET', KEYS[1], 'env', 'ver')
-if m[1] ~= ARGV[3] then return 0 end
-if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-if m[2] == ARGV[4] then return 2 end
-local s = redis.call('HMGET', KEYS[1], 'task', 'ver', 'handle', 'episode', 'state')
-if not s[5] then
-  redis.call('DEL', KEYS[2])
-  return 0
-end
-return s
-"""
-
-# End a use of a session: save its state (if given) only while the caller still holds its lock,
-# renew its time-to-live and index score, and release the lock, in one call. A session gone
-# meanwhile (closed by another request, or expired) is not brought back. KEYS: state hash, index,
-# lock. ARGV: token, ttl s, index score, session id, then (none for a read-only use, renewed
-# whether or not the lock is still ours) env, task, state, ver, episode and optionally handle.
-# 1 if done, 0 if the lock was lost (nothing saved), 2 if the session was gone (nothing written).
-_FINISH_SCRIPT = """
-local ours = redis.call('GET', KEYS[3]) == ARGV[1]
-if ours then redis.call('DEL', KEYS[3]) end
-if #ARGV > 4 and not ours then return 0 end
-if redis.call('EXISTS', KEYS[1]) == 0 then return 2 end
-if #ARGV > 4 then
-  redis.call('HSET', KEYS[1], 'env', ARGV[5], 'task', ARGV[6], 'state', ARGV[7], 'ver', ARGV[8], 'episode', ARGV[9])
-  if ARGV[10] then redis.call('HSET', KEYS[1], 'handle', ARGV[10]) end
-end
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-return 1
-"""
-
 
 class RedisStore(SessionStore):
     """HTTP sessions stored in Redis as JSON state, shared by every process using the same URL."""
@@ -235,9 +198,9 @@ class RedisStore(SessionStore):
         self._open_session_script = self._redis.register_script(_OPEN_SESSION_SCRIPT)
         self._admit_script = self._redis.register_script(_ADMIT_SCRIPT)
         self._count_script = self._redis.register_script(_COUNT_SCRIPT)
-        self._save_script = self._redis.register_script(_SAVE_SCRIPT)
-        self._use_script = self._redis.register_script(_USE_SCRIPT)
-        self._finish_script = self._redis.register_script(_FINISH_SCRIPT)
+        self._save_script = self._redis.register_script(SAVE_SCRIPT)
+        self._use_script = self._redis.register_script(USE_SCRIPT)
+        self._finish_script = self._redis.register_script(FINISH_SCRIPT)
         # The heartbeat runs in a thread with a client of its own (same bounded timeouts).
         heartbeat_client = redis.Redis.from_url(
             url, socket_connect_timeout=connect_timeout_s, socket_timeout=reply_timeout_s
@@ -245,7 +208,7 @@ class RedisStore(SessionStore):
         self.worker = WorkerLease(
             heartbeat_client, self._redis, prefix, self._index, lease_s=lease_s, relist=self._relist_slots
         )
-        self._cache: dict[str, Session] = {}  # HTTP sessions this process saw last (by version)
+        self._cache: dict[str, StoredSession] = {}  # HTTP sessions this process saw last (by version)
         self._locks: dict[str, asyncio.Lock] = {}
 
     def _key(self, session_id: str) -> str:
@@ -394,9 +357,10 @@ class RedisStore(SessionStore):
         client: str = LOCAL_CLIENT,
     ) -> Session:
         """Reserve a slot in Redis; an HTTP session's state is written there at once."""
-        session = Session(new_session_id(), env_name, env, kind, on_evict=on_evict, handle=handle, client=client)
+        made = StoredSession if kind == "http" else Session
+        session = made(new_session_id(), env_name, env, kind, on_evict=on_evict, handle=handle, client=client)
         await self._reserve(session.id, kind, client)
-        if kind == "ws":
+        if not isinstance(session, StoredSession):
             self._local[session.id] = session
             return session
         session.version = 1
@@ -409,38 +373,28 @@ class RedisStore(SessionStore):
         self._cache[session.id] = session
         return session
 
-    async def _save(self, session: Session, lock: RedisLease | None = None, *, write: bool = True) -> bool:
+    async def _save(self, session: StoredSession, lock: RedisLease | None = None, *, write: bool = True) -> bool:
         """Write the session's state; with ``lock``, only while it is still ours, releasing it in the same call.
 
+        The static part of the state goes only with the first save of an episode (``redis_state``).
         ``write=False`` (with ``lock``): write nothing, only renew the session's time-to-live and
         release. ``SessionBusyError`` if the lock was lost (nothing written); False if the session
         was gone (closed or expired while in use: not brought back), else True.
         """
         key = self._key(session.id)
         ttl, score = max(1, round(self.ttl_s)), time.time() + self.ttl_s
+        written = None
         if lock is None:  # a new session: no one else can know it yet
-            mapping: dict[str, Any] = {
-                "env": session.env_name,
-                "task": session.env.spec.id,
-                "state": session.env.state().model_dump_json(),
-                "ver": session.version,
-            }
-            if session.handle is not None:
-                mapping["handle"] = session.handle
-            mapping["episode"] = session.episode_id
-            fields = [item for pair in mapping.items() for item in pair]
-            args: list[Any] = ["", ttl, score, session.id, *fields]
-            keys = [key, self._index, self._lock_key(session.id)]
+            fields, written = state_fields(session)
             with self._reachable():
-                result = int(await self.worker.run(self._save_script, keys, args))
+                result = int(
+                    await self.worker.run(self._save_script, [key, self._index], [ttl, score, session.id, *fields])
+                )
         else:
-            args = [lock.token, ttl, score, session.id]
+            args: list[Any] = [lock.token, ttl, score, session.id]
             if write:
-                env = session.env
-                args += [session.env_name, env.spec.id, env.state().model_dump_json(), session.version]
-                args.append(session.episode_id)
-                if session.handle is not None:
-                    args.append(session.handle)
+                fields, written = state_fields(session)
+                args += fields
             with self._reachable():
                 result = int(await self.worker.run(self._finish_script, [key, self._index, lock.key], args))
             lock.released()  # deleted by the script, or no longer ours
@@ -449,6 +403,8 @@ class RedisStore(SessionStore):
                 f"session {session.id} was not saved: its lock lapsed while this request ran (the process "
                 "stalled for longer than the lease) and another request may have moved it on; retry"
             )
+        if result == 1:
+            record_static(session, written)
         return result == 1
 
     def _lock_key(self, session_id: str) -> str:
@@ -472,8 +428,11 @@ class RedisStore(SessionStore):
 
                 async def attempt() -> tuple[bool, Any]:
                     cached = self._cache.get(session_id)
-                    cached_ver = "" if cached is None else cached.version
-                    args: list[Any] = [lock.token, self.worker.lease_ms, env_name, cached_ver]
+                    args: list[Any] = [lock.token, self.worker.lease_ms, env_name, "", ""]
+                    if cached is not None:
+                        args[3] = cached.version
+                        if cached.static_json is not None:
+                            args[4] = cached.static_ver
                     reply: Any = await self.worker.run(self._use_script, [key, lock.key], args)
                     if reply == 0:  # not taken: nothing to release
                         self._cache.pop(session_id, None)
@@ -512,33 +471,27 @@ class RedisStore(SessionStore):
             if not local_lock.locked() and session_id not in self._cache:
                 self._locks.pop(session_id, None)
 
-    async def _load(self, session_id: str, env_name: str, reply: Any) -> Session:
+    async def _load(self, session_id: str, env_name: str, reply: Any) -> StoredSession:
         """The session the use script's ``reply`` describes: the cached copy if current, else rebuilt.
 
-        ``reply`` is 2 when the version cached here is current, else the stored task, version,
-        handle, episode id and state.
+        ``reply`` is 2 when the version cached here is current, else the stored ``READ_FIELDS``.
         """
         cached = self._cache.get(session_id)
         if reply == 2:
             if cached is not None:
                 return cached
-            # The copy the script was told of was dropped meanwhile (closed here): read it again.
+            reply = None
+        else:
+            reply = complete(reply, cached)
+        if reply is None:  # the copy the script was told of was dropped meanwhile (closed here): read again
             with self._reachable():
-                reply = await self._redis.hmget(self._key(session_id), "task", "ver", "handle", "episode", "state")
-        task, version, handle, episode, state_json = reply
-        if state_json is None:
+                reply = await self._redis.hmget(self._key(session_id), *READ_FIELDS)
+        if reply[4] is None:
             raise SessionNotFoundError(session_id, env_name)
-        ver = int(version)
-        if cached is not None and cached.version == ver:
+        if cached is not None and cached.version == int(reply[1]):
             return cached
         # Another process moved the episode on (or we never saw it): rebuild it from its state.
-        env = self._factory(task.decode())
-        env.load_state(env.state_type.model_validate_json(state_json))
-        session = Session(
-            session_id, env_name, env, "http", version=ver, handle=None if handle is None else handle.decode()
-        )
-        if episode is not None:
-            session.episode_id = episode.decode()
+        session = rebuild(self._factory, session_id, env_name, reply)
         self._cache[session_id] = session
         return session
 
