@@ -20,7 +20,9 @@ process stalled) lists its slots again at once (``relist``).
 
 The session store's per-use scripts (take a lock and read, save and release) go through
 ``WorkerLease.run``, which sends the calls made at about the same time in one pipeline: with many
-sessions stepping at once, one write and one read to Redis serve several steps.
+sessions stepping at once, one write and one read to Redis serve several steps. The pipelines go
+on a connection of their own, bounded by one timer per batch, their commands packed here
+(``pack_scripts``): redis-py's ``Pipeline`` cost about twice as much CPU per call.
 """
 
 from __future__ import annotations
@@ -87,6 +89,24 @@ return 0
 """
 
 
+def pack_scripts(calls: list[tuple[str, list[Any], list[Any]]]) -> bytes:
+    """``EVALSHA sha numkeys keys... args...`` for each (sha, keys, args), as Redis reads them (RESP).
+
+    The bytes redis-py's ``pack_commands`` makes of the same calls (tests/server/test_redis_batch.py
+    compares them), at a third of its cost: every argument is bytes, str (UTF-8), int or float.
+    """
+    parts: list[bytes] = []
+    for sha, keys, args in calls:
+        parts.append(b"*%d\r\n$7\r\nEVALSHA\r\n$%d\r\n%s\r\n" % (3 + len(keys) + len(args), len(sha), sha.encode()))
+        count = b"%d" % len(keys)
+        parts.append(b"$%d\r\n%s\r\n" % (len(count), count))
+        for arg in (*keys, *args):
+            if type(arg) is not bytes:
+                arg = (arg if type(arg) is str else repr(arg)).encode()
+            parts.append(b"$%d\r\n%s\r\n" % (len(arg), arg))
+    return b"".join(parts)
+
+
 def new_worker_id() -> str:
     """An id for this process unique across hosts and restarts (host, pid and a random tail)."""
     return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
@@ -140,6 +160,8 @@ class WorkerLease:
         # Script calls waiting to be sent together (``run``), and the task sending them.
         self._batch: list[tuple[Any, list[Any], list[Any], asyncio.Future[Any]]] = []
         self._sender: asyncio.Task[None] | None = None
+        self._conn: Any = None  # made by ``_connection``, with the two timeouts it applies per batch
+        self._reply_timeout_s = self._connect_timeout_s = 1.0
 
     @property
     def lease_ms(self) -> int:
@@ -208,6 +230,9 @@ class WorkerLease:
             await pipe.execute()
         with contextlib.suppress(Exception):
             self._sync.close()
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                await self._conn.disconnect()
 
     # ------------------------------------------------------------------ batched scripts
     async def run(self, script: Any, keys: list[Any], args: list[Any]) -> Any:
@@ -247,14 +272,7 @@ class WorkerLease:
             return None
         try:
             try:
-                if len(batch) == 1:
-                    script, keys, args, _ = batch[0]
-                    replies: list[Any] = [await script(keys=keys, args=args)]
-                else:
-                    pipe = self._async.pipeline(transaction=False)
-                    for script, keys, args, _ in batch:
-                        pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
-                    replies = await pipe.execute(raise_on_error=False)
+                replies = await self._exchange(batch)
             except Exception as exc:
                 for *_, future in batch:
                     if not future.done():
@@ -277,6 +295,48 @@ class WorkerLease:
             for *_, future in batch:
                 future.cancel()
             raise
+
+    async def _exchange(self, batch: list[tuple[Any, list[Any], list[Any], asyncio.Future[Any]]]) -> list[Any]:
+        """Send the batch's scripts as one write on this worker's own connection; their replies, in order.
+
+        A reply that is an error (a script's, or NOSCRIPT) is returned as its exception. The batch
+        as a whole is bounded by the store's timeouts (one timer for it, where redis-py's
+        ``Pipeline`` runs one per read and a task per write: a third of a step's CPU here); on any
+        failure the connection is closed, so no reply of this batch is read by the next.
+        """
+        from redis.exceptions import ResponseError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        conn = self._connection()
+        bound = self._reply_timeout_s + (0.0 if conn.is_connected else self._connect_timeout_s)
+        packed = pack_scripts([(script.sha, keys, args) for script, keys, args, _ in batch])
+        replies: list[Any] = []
+        try:
+            async with asyncio.timeout(bound):
+                await conn.send_packed_command(packed, check_health=False)
+                for _ in batch:
+                    try:
+                        replies.append(await conn.read_response())
+                    except ResponseError as exc:
+                        replies.append(exc)
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                await conn.disconnect()
+            if isinstance(exc, TimeoutError) and not isinstance(exc, RedisTimeoutError):
+                raise RedisTimeoutError(f"no reply from Redis within {bound:g}s") from None
+            raise
+        return replies
+
+    def _connection(self) -> Any:
+        """The connection batches go on: the async client's settings, without its per-read timeout."""
+        if self._conn is None:
+            pool = self._async.connection_pool
+            kwargs = dict(pool.connection_kwargs)
+            self._reply_timeout_s = float(kwargs.get("socket_timeout") or 1.0)
+            self._connect_timeout_s = float(kwargs.get("socket_connect_timeout") or 1.0)
+            kwargs["socket_timeout"] = None  # bounded per batch instead (``_exchange``)
+            self._conn = pool.connection_class(**kwargs)
+        return self._conn
 
     # ------------------------------------------------------------------ locks
     def lock(self, key: str, *, wait_s: float, poll_s: float = 0.05) -> RedisLease:

@@ -8,7 +8,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from integrity_gym.server.sessions.base import (
@@ -210,23 +210,14 @@ class RedisStore(SessionStore):
         )
         self._cache: dict[str, StoredSession] = {}  # HTTP sessions this process saw last (by version)
         self._locks: dict[str, asyncio.Lock] = {}
+        self._reach = _Reachable(self)
 
     def _key(self, session_id: str) -> str:
         return f"{self._prefix}:s:{session_id}"
 
-    @contextlib.contextmanager
-    def _reachable(self) -> Iterator[None]:
-        """Turn a lost connection to Redis into ``StoreUnavailableError`` naming the store."""
-        from redis.exceptions import ConnectionError as RedisConnectionError
-        from redis.exceptions import TimeoutError as RedisTimeoutError
-
-        try:
-            yield
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            raise StoreUnavailableError(
-                f"the session store (Redis at {self._safe_url}) is unavailable: {exc}. Sessions cannot be "
-                "opened or found until it answers again; retry later"
-            ) from exc
+    def _reachable(self) -> _Reachable:
+        """A context that turns a lost connection to Redis into ``StoreUnavailableError`` naming the store."""
+        return self._reach
 
     @property
     def _safe_url(self) -> str:
@@ -386,7 +377,7 @@ class RedisStore(SessionStore):
         written = None
         if lock is None:  # a new session: no one else can know it yet
             fields, written = state_fields(session)
-            with self._reachable():
+            with self._reach:
                 result = int(
                     await self.worker.run(self._save_script, [key, self._index], [ttl, score, session.id, *fields])
                 )
@@ -395,7 +386,7 @@ class RedisStore(SessionStore):
             if write:
                 fields, written = state_fields(session)
                 args += fields
-            with self._reachable():
+            with self._reach:
                 result = int(await self.worker.run(self._finish_script, [key, self._index, lock.key], args))
             lock.released()  # deleted by the script, or no longer ours
         if result == 0:
@@ -419,7 +410,9 @@ class RedisStore(SessionStore):
         """
         if not _SESSION_ID.match(session_id) or session_id in self._local:
             raise SessionNotFoundError(session_id, env_name)
-        local_lock = self._locks.setdefault(session_id, asyncio.Lock())
+        local_lock = self._locks.get(session_id)
+        if local_lock is None:
+            local_lock = self._locks[session_id] = asyncio.Lock()
         try:
             async with local_lock:
                 # A lease renewed by this worker's heartbeat: it lapses within ``lease_s`` if the worker dies.
@@ -439,7 +432,7 @@ class RedisStore(SessionStore):
                         raise SessionNotFoundError(session_id, env_name)
                     return reply != 1, reply
 
-                with self._reachable():
+                with self._reach:
                     acquired, reply = await lock.acquire_with(attempt)
                 if not acquired or reply is None:
                     raise SessionBusyError(f"session {session_id} stayed locked for {self._lock_timeout_s}s; retry")
@@ -484,7 +477,7 @@ class RedisStore(SessionStore):
         else:
             reply = complete(reply, cached)
         if reply is None:  # the copy the script was told of was dropped meanwhile (closed here): read again
-            with self._reachable():
+            with self._reach:
                 reply = await self._redis.hmget(self._key(session_id), *READ_FIELDS)
         if reply[4] is None:
             raise SessionNotFoundError(session_id, env_name)
@@ -687,6 +680,27 @@ class RedisStore(SessionStore):
     def describe(self) -> dict[str, Any]:
         """Settings, with the Redis URL's password hidden."""
         return {**super().describe(), "url": self._safe_url}
+
+
+class _Reachable:
+    """``RedisStore._reachable``: one object per store (a generator-based context costs every step)."""
+
+    def __init__(self, store: RedisStore) -> None:
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        self._store = store
+        self._errors = (RedisConnectionError, RedisTimeoutError, OSError)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if isinstance(exc, self._errors):
+            raise StoreUnavailableError(
+                f"the session store (Redis at {self._store._safe_url}) is unavailable: {exc}. Sessions cannot be "
+                "opened or found until it answers again; retry later"
+            ) from exc
 
 
 def safe_url(url: str) -> str:
