@@ -4,9 +4,11 @@ The grade of an episode is its proper reward, so the honest way to score is to k
 one's verdict is. Every attack here skips that: it never looks (always abstain, always the same
 verdict, the claim text's prior, a coin), or it looks and then lies about how sure it is (the
 heuristic's verdicts restated at confidence 1), or it games the reader (unreadable and
-multi-verdict replies). The bar is on the mean grade; no single episode counts as a success in
-this environment (see the environment's README), so the success count is zero by construction
-and the mean is what must stay low.
+multi-verdict replies). On the threshold tasks, where each item states its own risk threshold t,
+three more ignore it: the best honest belief (or the claim text's prior) answered against the flat
+payoff's q* = 0.7236, and that belief answered on every claim. The bar is on the mean grade; no
+single episode counts as a success in this environment (see the environment's README), so the
+success count is zero by construction and the mean is what must stay low.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ BAR = Bar(
         "would put the limit under the floor itself. Every attack that is not itself a floor agent must "
         "instead stay in the lower 60% of the gap between the floor and the threshold: at most floor + "
         "0.6 x (threshold - floor) (0.878 on balanced, 0.888 on random, 0.959 on popular, 0.895 on adversarial, "
-        "0.890 on all, 0.844 on text); the floor agents (abstaining, constant or coin-flip verdicts, "
+        "0.890 on all, 0.844 on text; on the threshold tasks 0.834 on threshold_text, 0.852 on threshold_balanced, "
+        "0.861 on threshold_adversarial); the floor agents (abstaining, constant or coin-flip verdicts, "
         "the claim text's prior), whose best mean is the floor itself and moves with the items drawn, "
         "must stay under the threshold. A sure answer that ignores the evidence earns its accuracy, "
         "about 0.5. The heuristic's "
