@@ -22,6 +22,9 @@ hard limit, as this script's. Three sections (``--sections memory,latency,http``
   ``httpx.AsyncClient`` per connection (``trust_env=False``), and with a lean client (HTTP/1.1
   written by hand on asyncio streams), because httpx costs its client more CPU per request than
   the server spends answering it, so its figures say more about httpx than about the server.
+  ``--http-baseline SRC`` adds the same three servers run from another version's ``src`` folder
+  (e.g. ``git archive HEAD~3 src | tar -x -C /tmp/before``), interleaved with this version's, as
+  ``<name>_before``: a before/after comparison measured in one run.
 
 The load comes from two client processes (``multiprocessing``, spawned once; each an asyncio
 loop, uvloop if installed, with its share of the connections), because one Python client
@@ -33,7 +36,8 @@ of these accounts for): it shows where the cores went, and the server's CPU per 
 steadier comparison. Figures are medians over rounds; every loop is bounded in count or time,
 and every process started here is stopped in ``finally``.
 
-    .venv/bin/python benchmarks/scale.py [--sections memory,latency,http] [--http-clients httpx,lean] [--quick]
+    .venv/bin/python benchmarks/scale.py [--sections memory,latency,http] [--http-clients httpx,lean]
+        [--http-baseline SRC] [--http-rounds N] [--quick]
 """
 
 from __future__ import annotations
@@ -151,8 +155,12 @@ class Igym:
         return {"tracebacks": text.count("Traceback"), "error_lines": len(lines), "first_error_lines": lines[:5]}
 
 
-def launch_igym(name: str, work: Path, options: list[str], stopping: list[Igym]) -> Igym:
-    """Start ``python -m integrity_gym.server`` on a free port with the benchmark's settings (``stopping`` gets it)."""
+def launch_igym(name: str, work: Path, options: list[str], stopping: list[Igym], source: Path | None = None) -> Igym:
+    """Start ``python -m integrity_gym.server`` on a free port with the benchmark's settings (``stopping`` gets it).
+
+    ``source``: a ``src`` folder of another version of integrity_gym to serve instead of this one's
+    (first on ``PYTHONPATH``), to compare two versions in one run.
+    """
     port = free_port()
     command = [sys.executable, "-m", "integrity_gym.server", "--host", "127.0.0.1", "--port", str(port)]
     command += ["--tasks", f"{ENV}/*", "--max-sessions", str(MAX_SESSIONS), *options]
@@ -161,13 +169,15 @@ def launch_igym(name: str, work: Path, options: list[str], stopping: list[Igym])
         proc = subprocess.Popen(
             command,
             cwd=REPO,
-            env={**os.environ, **SERVER_ENV},
+            env={**os.environ, **SERVER_ENV, **({} if source is None else {"PYTHONPATH": str(source)})},
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             text=True,
             preexec_fn=raise_nofile,
         )
+    if source is not None:
+        command = [f"PYTHONPATH={source}", *command]
     srv = Igym(Server(name, f"http://127.0.0.1:{port}", proc), command, log_path, {})
     stopping.append(srv)
     return srv
@@ -733,8 +743,12 @@ def measure_http(
     window_s: float,
     stopping: list[Igym],
     redis: list[Redis],
+    baseline: Path | None = None,
 ) -> dict[str, Any]:
-    """HTTP /step with 16 connections: memory store, Redis store, Redis with 2 workers; rounds interleaved."""
+    """HTTP /step with 16 connections: memory store, Redis store, Redis with 2 workers; rounds interleaved.
+
+    With ``baseline`` (another version's ``src``), each of the three again from it, as ``<name>_before``.
+    """
     connections = 16
     redis.append(start_redis())
     store = redis[-1]
@@ -743,9 +757,17 @@ def measure_http(
         "redis": ["--sessions", store.url(0)],
         "redis_2_workers": ["--sessions", store.url(1), "--workers", "2"],
     }
+    sources: dict[str, Path | None] = dict.fromkeys(configs)
+    if baseline is not None:
+        configs |= {
+            "memory_before": ["--sessions", "memory"],
+            "redis_before": ["--sessions", store.url(2)],
+            "redis_2_workers_before": ["--sessions", store.url(3), "--workers", "2"],
+        }
+        sources |= dict.fromkeys(("memory_before", "redis_before", "redis_2_workers_before"), baseline)
     servers: dict[str, Igym] = {}
     for name, options in configs.items():  # started together, waited for one by one
-        servers[name] = launch_igym(f"http_{name}", work, options, stopping)
+        servers[name] = launch_igym(f"http_{name}", work, options, stopping, sources[name])
     for srv in servers.values():
         await_igym(srv)
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {c: {name: [] for name in configs} for c in clients}
@@ -757,9 +779,10 @@ def measure_http(
                     log(f"http: round {r + 1}/{rounds}, {client} client, {name}")
                     pids = descendants(srv.server.proc.pid)  # the supervisor and its workers
                     processes[name] = len(pids)
-                    watched = {"server": pids, **({"redis": [store.proc.pid]} if name != "memory" else {})}
+                    on_redis = name.startswith("redis")
+                    watched = {"server": pids, **({"redis": [store.proc.pid]} if on_redis else {})}
                     job = {"kind": "http", "url": srv.url, "client": client}
-                    counters = {"redis_commands": store.commands} if name != "memory" else {}
+                    counters = {"redis_commands": store.commands} if on_redis else {}
                     run = drive(pool, job, connections, warm_s, window_s, watched, r * 10_000_000, counters)
                     runs[client][name].append(run)
         alive = {name: srv.server.proc.poll() is None for name, srv in servers.items()}
@@ -776,6 +799,7 @@ def measure_http(
         },
         "server_commands": {name: shlex.join(srv.command) for name, srv in servers.items()},
         "server_processes_counted": processes,
+        "baseline_src": None if baseline is None else str(baseline),
         "redis_server": f"{REDIS_SERVER} --port {store.port} --save '' --appendonly no",
     }
     for client, by_config in runs.items():
@@ -786,9 +810,13 @@ def measure_http(
             per_round = [x["steps_per_s"] / y["steps_per_s"] for x, y in pairs if y["steps_per_s"]]
             return round(statistics.median(per_round), 3) if per_round else None
 
-        row["ratio_redis_over_memory"] = ratio("redis", "memory")
-        row["ratio_redis_2_workers_over_memory"] = ratio("redis_2_workers", "memory")
-        row["ratio_redis_2_workers_over_redis"] = ratio("redis_2_workers", "redis")
+        for tail in ("", "_before") if baseline is not None else ("",):
+            row[f"ratio_redis_over_memory{tail}"] = ratio(f"redis{tail}", f"memory{tail}")
+            row[f"ratio_redis_2_workers_over_memory{tail}"] = ratio(f"redis_2_workers{tail}", f"memory{tail}")
+            row[f"ratio_redis_2_workers_over_redis{tail}"] = ratio(f"redis_2_workers{tail}", f"redis{tail}")
+        if baseline is not None:
+            row["ratio_redis_over_redis_before"] = ratio("redis", "redis_before")
+            row["ratio_memory_over_memory_before"] = ratio("memory", "memory_before")
         result[client] = row
     result["server_alive_after"] = alive
     return result
@@ -803,6 +831,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="A smoke run: fewer sessions, levels, rounds, seconds.")
     parser.add_argument("--sections", default=",".join(SECTIONS), help="Comma-separated: memory, latency, http.")
     parser.add_argument("--http-clients", default="httpx,lean", help="Comma-separated HTTP clients: httpx, lean.")
+    parser.add_argument(
+        "--http-baseline",
+        type=Path,
+        help="The src folder of another version (e.g. from git archive): the http section measures it too.",
+    )
+    parser.add_argument("--http-rounds", type=int, help="Rounds of the http section (default 5, 2 with --quick).")
     args = parser.parse_args()
     sections = [s for s in args.sections.split(",") if s]
     unknown = set(sections) - set(SECTIONS)
@@ -817,6 +851,10 @@ def main() -> None:
         sessions, levels, lat_rounds, lat_warm, lat_window = 10_000, [1, 16, 64, 256], 3, 2.0, 8.0
         http_rounds, http_warm, http_window = 5, 1.0, 6.0
 
+    if args.http_rounds is not None:
+        http_rounds = max(1, args.http_rounds)
+    if args.http_baseline is not None and not (args.http_baseline / "integrity_gym").is_dir():
+        parser.error(f"--http-baseline: {args.http_baseline} holds no integrity_gym package")
     nofile_before = resource_limit()
     raise_nofile()
     result: dict[str, Any] = {
@@ -856,7 +894,9 @@ def main() -> None:
             ),
             "http": (
                 "http_step",
-                lambda p: measure_http(work, p, clients, http_rounds, http_warm, http_window, stopping, redis),
+                lambda p: measure_http(
+                    work, p, clients, http_rounds, http_warm, http_window, stopping, redis, args.http_baseline
+                ),
             ),
         }
         for section in SECTIONS:
