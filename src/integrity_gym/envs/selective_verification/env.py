@@ -206,6 +206,20 @@ def _item_id(source: Source, index: int) -> str:
     return source.item(index).item_id
 
 
+#: Breakdown keys that are not scores (never a radar axis): see ``SelectiveVerificationEnv.extras``.
+_NOT_SCORES = (
+    "confidence",
+    "answered",
+    "correct",
+    "coverage",
+    "utility",
+    "bayes",
+    "calibration",
+    "expected_grade",
+    "risk",
+)
+
+
 class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, VerificationState]):
     """Judge one claim about a picture or passage with a verdict and a calibrated confidence."""
 
@@ -217,8 +231,10 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
         learned="integrity_gym.agents.redteam.learned.selective_verification",
         view="view.js",
         # Stated confidence, coverage and correctness rise when an agent answers everything at
-        # confidence 1, which the proper grade punishes: they are not scores.
-        not_dimensions=("confidence", "answered", "correct", "coverage"),
+        # confidence 1, which the proper grade punishes: they are not scores. Nor are the threshold
+        # tasks' utilities (the grade in other units), the Bayes policy's figures, calibration errors
+        # (lower is better) or the expected grade (the grade again, on text).
+        not_dimensions=_NOT_SCORES,
     )
     #: Sealed servers blank the item id (a scenario_id that reopens the item) and the per-trace
     #: indicators that say whether the answer was right.
