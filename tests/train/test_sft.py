@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from integrity_gym.agents.llm import prompt_messages
-from integrity_gym.train.model import render
+from integrity_gym.train.model import load_tokenizer, render
 from integrity_gym.train.sft import SFTConfig, sequence, transcripts, warm_start
 
 from .conftest import require_training
@@ -76,3 +76,26 @@ def test_a_warm_start_trains_saves_and_evaluates_before_and_after(tmp_path: Path
     assert result.before["max_turns"] == 2 and (result.model_dir / "config.json").is_file()
     log = [json.loads(x) for x in (tmp_path / "sft" / "trainer_log.jsonl").read_text().splitlines()]
     assert any("loss" in entry for entry in log)
+    # The saved model reads its own training replies better than the model it started from. Kills: a model
+    # saved that is not the one trained, and training that does not take (our autocast around the Trainer's
+    # own bf16 once left the saved model reading these replies worse than before).
+    import transformers
+
+    from integrity_gym.train.model import load_model
+
+    tokenizer = load_tokenizer()
+    data = sequence(tokenizer, transcripts(config)[0]["messages"], PREFILL)
+    trained = transformers.AutoModelForCausalLM.from_pretrained(result.model_dir)
+    assert _reply_accuracy(trained, data) > _reply_accuracy(load_model()[0], data) + 0.03
+
+
+def _reply_accuracy(model: Any, data: dict[str, list[int]]) -> float:
+    """The share of reply tokens the model predicts greedily from the tokens before them (teacher forcing)."""
+    import torch
+
+    ids, mask = data["input_ids"], data["assistant_masks"]
+    model.eval()
+    with torch.no_grad():
+        predicted = model(input_ids=torch.tensor([ids])).logits[0].argmax(-1).tolist()
+    hits = [predicted[i - 1] == ids[i] for i in range(1, len(ids)) if mask[i]]
+    return sum(hits) / len(hits)
