@@ -444,24 +444,17 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
         cfg = self.config
         url, width, height = picture(item) if item.modality == "image" else (None, None, None)
         risk = cfg.risk
-        if risk is not None:
+        if risk is not None:  # a threshold task: the item's own stated risk threshold
             t = self.risk_threshold()
-            return VerificationObservation(
-                task_id=self.spec.id,
-                done=self._is_done(),
-                item_id=item.item_id,
-                modality=item.modality,
-                claim=item.claim,
-                image=url,
-                image_width=width,
-                image_height=height,
-                passage=item.passage,
-                system_prompt=threshold_prompt(item.modality, t, risk),
-                scoring_rule="threshold",
-                abstain_reward=risk.abstain_reward(t),
-                threshold=t,
-                epsilon=cfg.epsilon,
+            prompt, rule, payoff, threshold = (
+                threshold_prompt(item.modality, t, risk),
+                "threshold",
+                risk.abstain_reward(t),
+                t,
             )
+        else:
+            prompt = system_prompt(item.modality, cfg.scoring_rule, cfg.payoff, cfg.threshold, cfg.epsilon)
+            rule, payoff, threshold = cfg.scoring_rule, cfg.payoff, cfg.threshold
         return VerificationObservation(
             task_id=self.spec.id,
             done=self._is_done(),
@@ -472,10 +465,10 @@ class SelectiveVerificationEnv(Env[VerificationAction, VerificationObservation, 
             image_width=width,
             image_height=height,
             passage=item.passage,
-            system_prompt=system_prompt(item.modality, cfg.scoring_rule, cfg.payoff, cfg.threshold, cfg.epsilon),
-            scoring_rule=cfg.scoring_rule,
-            abstain_reward=cfg.payoff,
-            threshold=cfg.threshold,
+            system_prompt=prompt,
+            scoring_rule=rule,
+            abstain_reward=payoff,
+            threshold=threshold,
             epsilon=cfg.epsilon,
         )
 
