@@ -52,6 +52,13 @@ def default_prefill(task: str) -> str | None:
     return prefill
 
 
+def with_task_prefill(values: Any, default_task: str) -> Any:
+    """A config's raw ``values`` with its task's prefill when they name none (an explicit None means none)."""
+    if isinstance(values, dict) and "prefill" not in values:
+        return {**values, "prefill": default_prefill(str(values.get("task") or default_task))}
+    return values
+
+
 def native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
     """Whether this machine computes bf16 natively: a CUDA device that does, or a CPU with AVX512-BF16 or AMX.
 
@@ -101,10 +108,7 @@ class TrainConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _task_prefill(cls, values: Any) -> Any:
-        # Without an explicit prefill (None included, which means none), the task's environment picks it.
-        if isinstance(values, dict) and "prefill" not in values:
-            return {**values, "prefill": default_prefill(str(values.get("task") or cls.model_fields["task"].default))}
-        return values
+        return with_task_prefill(values, cls.model_fields["task"].default)
 
     @classmethod
     def build(cls, **values: Any) -> TrainConfig:

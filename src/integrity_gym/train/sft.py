@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from integrity_gym.core.env import validate_config
 from integrity_gym.core.registry import get_spec
 from integrity_gym.report.training import EVAL_DIRS
-from integrity_gym.train.grpo import TrainConfig, default_prefill, evaluate, native_bf16
+from integrity_gym.train.grpo import TrainConfig, evaluate, native_bf16, with_task_prefill
 from integrity_gym.train.model import BUNDLED, load_model, require_train_extra, save_model
 
 SUMMARY_NAME = "sft_summary.json"
@@ -57,9 +57,7 @@ class SFTConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _task_prefill(cls, values: Any) -> Any:
-        if isinstance(values, dict) and "prefill" not in values:
-            return {**values, "prefill": default_prefill(str(values.get("task") or cls.model_fields["task"].default))}
-        return values
+        return with_task_prefill(values, cls.model_fields["task"].default)
 
     @classmethod
     def build(cls, **values: Any) -> SFTConfig:
