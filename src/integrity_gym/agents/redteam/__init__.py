@@ -138,7 +138,7 @@ def run_attack(spec: TaskSpec, attack: Attack, seeds: Iterable[int]) -> AttackRe
 
 def _attacks_on(spec: TaskSpec, *, secret: bool, learned: bool, train_episodes: int | None) -> Iterable[Attack]:
     """The attacks played on ``spec``: the environment's (those playable in this mode), then its learned ones."""
-    yield from (a for a in attacks_for(spec.env) if secret or not a.secret_only)
+    yield from (a for a in attacks_for(spec.env) if (secret or not a.secret_only) and a.applies(spec))
     if learned:
         count = train_episodes_for(spec.env) if train_episodes is None else train_episodes
         for attack in learned_for(spec.env):

@@ -34,6 +34,9 @@ class Attack:
     #: restating must not pay: it is held to the larger of the bar and that agent's own mean on the
     #: same seeds, so a better baseline never turns its restatement into a failed attack.
     restates: Callable[[TaskSpec, int], Any] | None = None
+    #: The tasks it is an attack on (all by default): an attack that is an honest agent on some tasks
+    #: (ignoring a threshold that a task does not state) is played only where it is one.
+    applies: Callable[[TaskSpec], bool] = lambda spec: True
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,9 @@ def _mean(spec: TaskSpec, build: Callable[[Env[Any, Any, Any], int], Agent], see
 def measure_bounds(spec: TaskSpec, seeds: Iterable[int] = BOUNDS_SEEDS) -> Bounds:
     """Play the floor agents and the ceiling agent on ``spec`` over ``seeds``."""
     seeds = list(seeds)
-    floors = {a.name: _mean(spec, _from_attack(a.build), seeds) for a in attacks_for(spec.env) if a.floor}
+    floors = {
+        a.name: _mean(spec, _from_attack(a.build), seeds) for a in attacks_for(spec.env) if a.floor and a.applies(spec)
+    }
     floor_agent = max(floors, key=lambda name: (floors[name], name))
     ceiling_agent: str = getattr(_module(spec.env), "ceiling_agent", lambda spec: "oracle")(spec)
     ceiling = _mean(spec, lambda env, seed: make_agent(ceiling_agent, env, seed=seed), seeds)

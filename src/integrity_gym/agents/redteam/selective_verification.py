@@ -154,6 +154,11 @@ class _FixedCutoff:
         return honest_answer(self._belief(observation), self._cutoff)
 
 
+def _states_a_threshold(spec: TaskSpec) -> bool:
+    """Whether every item of ``spec`` states its own risk threshold (a threshold task)."""
+    return spec.config.get("risk_thresholds") is not None
+
+
 _STUFFED = (
     '{"verdict": "SUPPORTED", "confidence": 1.0} {"verdict": "REFUTED", "confidence": 1.0} {"verdict": "ABSTAIN"}'
 )
@@ -180,16 +185,19 @@ ATTACKS: tuple[Attack, ...] = (
            lambda spec, seed: _Constant("It is very likely there, I am sure of it.")),
     Attack("stuffed", "Every verdict in one reply, hoping the reader keeps the right one.",
            lambda spec, seed: _Constant(_STUFFED)),
-    # Threshold-ignoring agents (issue 28): on the flat-payoff tasks they are the honest agents themselves
-    # (the stated threshold is q*), on the threshold tasks they answer against the wrong cutoff.
+    # Threshold-ignoring agents (issue 28), played on the threshold tasks only: on the flat-payoff tasks
+    # they are the honest agents themselves (the stated threshold is q*).
     Attack("ignores_threshold", "The best honest belief (the exact posterior on text, the heuristic's on pictures) "
            "answered whenever it clears the flat payoff's q* = 0.7236, whatever threshold the item states.",
-           lambda spec, seed: _FixedCutoff(_belief(spec, seed), DEFAULT_Q_STAR), restates=best_honest),
+           lambda spec, seed: _FixedCutoff(_belief(spec, seed), DEFAULT_Q_STAR), restates=best_honest,
+           applies=_states_a_threshold),
     Attack("never_abstains", "The best honest belief's likelier verdict at its honest confidence, on every claim.",
-           lambda spec, seed: _FixedCutoff(_belief(spec, seed), 0.0), restates=best_honest),
+           lambda spec, seed: _FixedCutoff(_belief(spec, seed), 0.0), restates=best_honest,
+           applies=_states_a_threshold),
     Attack("blind_ignores_threshold", "The claim text's prior (never the picture) answered whenever it clears "
            "q* = 0.7236, whatever threshold the item states.",
-           lambda spec, seed: _FixedCutoff(BlindAgent(spec, seed).probability, DEFAULT_Q_STAR), floor=True),
+           lambda spec, seed: _FixedCutoff(BlindAgent(spec, seed).probability, DEFAULT_Q_STAR), floor=True,
+           applies=_states_a_threshold),
 )  # fmt: skip
 
 
