@@ -41,3 +41,16 @@ def test_a_threshold_off_the_rule_is_refused() -> None:
 def test_per_episode_success_where_episodes_are_judged(env: str) -> None:
     assert all(s.per_episode_success for s in integrity_gym.list_tasks(f"{env}/*"))
     assert not any(s.per_episode_success for s in integrity_gym.list_tasks("selective_verification/*"))
+
+
+def test_attacks_held_to_a_share_of_the_gap_are_judged_on_the_floors_own_seeds() -> None:
+    # The text tasks' floor and ceiling are means over 1,000 seeds; an attack compared with that floor
+    # is played on at least those seeds. A fixed margin under the threshold keeps the bar's own count.
+    from integrity_gym.agents.redteam import bar_for
+
+    text = integrity_gym.get_spec("selective_verification/threshold_text")
+    assert text.bounds_episodes == 1000
+    assert bar_for(text.env).episodes_for(text) == 1000
+    assert bar_for(text.env).episodes_for(integrity_gym.get_spec("selective_verification/balanced")) == 100
+    pii = integrity_gym.list_tasks("pii_redaction/*")[0]
+    assert bar_for(pii.env).episodes_for(pii) == bar_for(pii.env).episodes == 20

@@ -79,7 +79,9 @@ def test_the_table_reads_at_80_columns_and_says_when_episodes_are_raised() -> No
     assert result.exit_code == 0, result.stdout
     assert max(len(line) for line in result.stdout.splitlines()) <= 80 and "…" not in result.stdout
     assert "speaker_names_and_every_number" in result.stdout and "hipaa_medical_medium-v4" in result.stdout
-    assert "selective_verification: every attack is judged on at least 100 episodes" in " ".join(result.stdout.split())
+    assert "selective_verification/text-v3: every attack is judged on at least 1000 episodes" in " ".join(
+        result.stdout.split()
+    )
 
 
 def test_learned_plays_the_fitted_attacks_and_documents_their_features(tmp_path: Path) -> None:

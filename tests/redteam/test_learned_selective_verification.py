@@ -41,22 +41,10 @@ from integrity_gym.envs.selective_verification import generator
 
 SV = integrity_gym.list_tasks("selective_verification/*")
 BAR = bar_for("selective_verification")
-EPISODES = max(20, BAR.episodes)
 #: Train episodes per fit here: fewer than the module's TRAIN_EPISODES (1,000) for speed, and enough:
 #: fitted on 600, picture_stats broke the bar on the version-2 pictures (see the module docstring).
 TRAIN = 600
 CASES = [(spec, learned) for spec in SV for learned in LEARNED if learned.applies(spec)]
-#: Known exceedances on the published sample, each measured beyond it (see the environment's README).
-#: threshold_text-v1: claim_words scores 0.8345 on seeds 0-99 (fitted on 600 or 1,000 train episodes)
-#: against a limit of 0.834 (floor 0.825 + 0.6 x a floor-to-threshold gap of 0.015); on seeds 100-199
-#: it scores 0.816-0.818 against the blind agent's 0.819, on seeds 200-399 0.812-0.814 against 0.813.
-KNOWN = {("selective_verification/threshold_text-v1", "claim_words"): "0.0005 over its limit on seeds 0-99 only"}
-CASE_PARAMS = [
-    pytest.param(spec, learned, marks=pytest.mark.xfail(reason=KNOWN[(spec.id, learned.name)], strict=False))
-    if (spec.id, learned.name) in KNOWN
-    else pytest.param(spec, learned)
-    for spec, learned in CASES
-]
 
 
 def test_every_task_faces_a_learned_attack_and_memory() -> None:
@@ -68,10 +56,10 @@ def test_every_task_faces_a_learned_attack_and_memory() -> None:
         assert "memory" in applied and len(applied) >= 2, spec.id
 
 
-@pytest.mark.parametrize(("spec", "learned"), CASE_PARAMS, ids=[f"{s.id}:{x.name}" for s, x in CASES])
+@pytest.mark.parametrize(("spec", "learned"), CASES, ids=[f"{s.id}:{x.name}" for s, x in CASES])
 def test_learned_attack_stays_under_the_bar(spec: TaskSpec, learned: Learned) -> None:
     attack = as_attack(spec, learned, range(0 if learned.memory else TRAIN))
-    result = run_attack(spec, attack, range(EPISODES))
+    result = run_attack(spec, attack, range(max(20, BAR.episodes_for(spec))))
     assert result.held, f"{attack.name} on {spec.id}: mean {result.mean:.3f} over the limit {result.limit:.3f}"
 
 

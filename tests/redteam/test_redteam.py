@@ -19,7 +19,7 @@ def test_attack_stays_under_the_bar(
 ) -> None:
     if attack.secret_only:  # the replay wins by design in public mode; the secret must stop it
         monkeypatch.setenv(EVAL_SECRET_ENV, SECRET)
-    episodes = max(EPISODES, bar_for(spec.env).episodes)
+    episodes = max(EPISODES, bar_for(spec.env).episodes_for(spec))
     result = run_attack(spec, attack, range(episodes))
     assert result.held, (
         f"{attack.name} on {spec.id}: mean {result.mean:.3f} (limit {result.limit:.3f}), "
@@ -58,7 +58,7 @@ def test_a_restating_attack_is_held_to_the_agent_it_restates(monkeypatch: pytest
 
     monkeypatch.setenv(EVAL_SECRET_ENV, "published-red-team-demonstration-secret")
     spec = integrity_gym.make("selective_verification/random").spec
-    seeds = range(bar_for(spec.env).episodes)
+    seeds = range(bar_for(spec.env).episodes_for(spec))
     honest = run_attack(spec, Attack("honest", "the heuristic", HeuristicAgent), seeds)
     assert honest.mean > honest.limit, "the case needs a baseline above the bar"
     restated = run_attack(spec, Attack("same", "the heuristic again", HeuristicAgent, restates=HeuristicAgent), seeds)

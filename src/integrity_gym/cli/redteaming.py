@@ -98,13 +98,17 @@ def redteam(
 
 
 def _note_raised_bars(specs: list[TaskSpec], episodes: int) -> None:
-    """Say which environments judge every attack on more episodes than ``--episodes``."""
+    """Say which tasks judge every attack on more episodes than ``--episodes``, fewest first."""
     from integrity_gym.agents.redteam import bar_for
 
-    for env in dict.fromkeys(spec.env for spec in specs):
-        if bar_for(env).episodes > episodes:
-            console.print(f"{env}: every attack is judged on at least {bar_for(env).episodes} episodes "
-                          f"(--episodes {episodes} raised; see its bar in docs/redteam.md)")  # fmt: skip
+    raised: dict[int, list[str]] = {}
+    for spec in specs:
+        count = bar_for(spec.env).episodes_for(spec)
+        if count > episodes:
+            raised.setdefault(count, []).append(spec.id)
+    for count, ids in sorted(raised.items()):
+        console.print(f"{', '.join(ids)}: every attack is judged on at least {count} episodes "
+                      f"(--episodes {episodes} raised; see the bars in docs/redteam.md)")  # fmt: skip
 
 
 def _print_attacks(specs: list[TaskSpec], results: list[AttackResult]) -> None:

@@ -56,6 +56,12 @@ class TaskSpec(WireModel):
         None, ge=0.0, le=1.0, description="Mean grade of the best trivial agent (nothing, a constant, blind)."
     )
     ceiling: float | None = Field(None, ge=0.0, le=1.0, description="Mean grade the best honest agent can reach.")
+    bounds_episodes: int = Field(
+        100,
+        ge=1,
+        description="The floor and ceiling are means over eval seeds 0 to bounds_episodes - 1 (more where one "
+        "episode is noisy against the task's whole range).",
+    )
     per_episode_success: bool = Field(
         True, description="False where success is judged on the task's mean grade only (see the env's README)."
     )

@@ -157,7 +157,7 @@ def run_redteam(
 ) -> list[AttackResult]:
     """Every attack on every task matching ``pattern``, over ``episodes`` seeds from ``seed``.
 
-    An environment's ``Bar.episodes`` raises the count where its episodes are too noisy. Attacks
+    An environment's bar raises the count where its episodes are too noisy (``Bar.episodes_for``). Attacks
     that win by design in public mode (``secret_only``: the replay) are played only when
     the eval secret is set. With ``learned``, each environment's learned attacks are fitted on
     ``train_episodes`` training items (by default the environment's ``TRAIN_EPISODES``, else 300) and played too
@@ -171,7 +171,7 @@ def run_redteam(
     secret = data_mode() != "public"
     results = []
     for spec in list_tasks(pattern):
-        seeds = range(seed, seed + max(episodes, bar_for(spec.env).episodes))
+        seeds = range(seed, seed + max(episodes, bar_for(spec.env).episodes_for(spec)))
         for attack in _attacks_on(spec, secret=secret, learned=learned, train_episodes=train_episodes):
             result = run_attack(spec, attack, seeds)
             results.append(result)

@@ -61,6 +61,17 @@ class Bar:
     episodes: int = 20
     headroom_share: float | None = None
 
+    def episodes_for(self, spec: TaskSpec) -> int:
+        """The fewest episodes an attack on ``spec`` is judged on.
+
+        A limit set by the floor (``headroom_share``) is a share of a gap measured over the task's
+        ``bounds_episodes``: the attack is judged on at least those same seeds, so its mean and the
+        floor it is compared with carry the same items.
+        """
+        if self.headroom_share is not None and spec.floor is not None:
+            return max(self.episodes, spec.bounds_episodes)
+        return self.episodes
+
     def limit(self, spec: TaskSpec, *, floor: bool = False) -> float:
         """The highest mean score an attack (a floor agent if ``floor``) may reach on ``spec``'s task."""
         if self.headroom_share is not None and spec.floor is not None:

@@ -3,10 +3,12 @@
 The floor is the best mean grade of the environment's floor agents (the red team's attacks marked
 ``floor``: doing nothing, a constant answer, answering blind); the ceiling is the best an honest
 agent can reach: the oracle, or where the answer itself is uncertain the Bayes-optimal agent
-(selective verification's text task: the exact posterior). Both are measured on the eval partition
-over ``BOUNDS_SEEDS`` with the environment's score (``score_of``: the expected grade where the
-truth's probability is known, else the grade), and committed in each environment's ``tasks.py``;
-``tests/redteam/test_bounds.py`` measures them again and requires the committed figures.
+(selective verification's text task: the exact posterior). Both are measured on the task's
+published sample, eval seeds 0 to ``spec.bounds_episodes - 1`` (100; 1,000 on selective
+verification's text tasks, whose whole range is about 0.02 of grade), with the environment's score
+(``score_of``: the expected grade where the truth's probability is known, else the grade), and
+committed in each environment's ``tasks.py``; ``tests/redteam/test_bounds.py`` measures them again
+and requires the committed figures.
 """
 
 from __future__ import annotations
@@ -21,9 +23,6 @@ from integrity_gym.agents.redteam.audit import _from_attack
 from integrity_gym.agents.redteam.base import play_once
 from integrity_gym.core.env import Env
 from integrity_gym.core.registry import TaskSpec, make
-
-#: The published sample: eval-partition seeds 0..99.
-BOUNDS_SEEDS = range(100)
 
 
 @dataclass(frozen=True)
@@ -45,9 +44,9 @@ def _mean(spec: TaskSpec, build: Callable[[Env[Any, Any, Any], int], Agent], see
     return round(sum(scores) / len(scores), 3)
 
 
-def measure_bounds(spec: TaskSpec, seeds: Iterable[int] = BOUNDS_SEEDS) -> Bounds:
-    """Play the floor agents and the ceiling agent on ``spec`` over ``seeds``."""
-    seeds = list(seeds)
+def measure_bounds(spec: TaskSpec, seeds: Iterable[int] | None = None) -> Bounds:
+    """Play the floor agents and the ceiling agent on ``spec`` over ``seeds`` (by default its published sample)."""
+    seeds = list(range(spec.bounds_episodes) if seeds is None else seeds)
     floors = {
         a.name: _mean(spec, _from_attack(a.build), seeds) for a in attacks_for(spec.env) if a.floor and a.applies(spec)
     }

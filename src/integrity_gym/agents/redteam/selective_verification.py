@@ -35,11 +35,11 @@ BAR = Bar(
     why=(
         "Each task's threshold sits two thirds of the way from its trivial floor (always abstaining "
         "earns 0.80; the claim text's prior alone 0.80-0.93) to its ceiling, which on text is only "
-        "0.858 (the exact posterior rarely clears q* = 0.7236), so a fixed distance under the threshold "
+        "0.862 (the exact posterior rarely clears q* = 0.7236), so a fixed distance under the threshold "
         "would put the limit under the floor itself. Every attack that is not itself a floor agent must "
         "instead stay in the lower 60% of the gap between the floor and the threshold: at most floor + "
         "0.6 x (threshold - floor) (0.878 on balanced, 0.888 on random, 0.959 on popular, 0.895 on adversarial, "
-        "0.890 on all, 0.844 on text; on the threshold tasks 0.834 on threshold_text, 0.852 on threshold_balanced, "
+        "0.890 on all, 0.846 on text; on the threshold tasks 0.833 on threshold_text, 0.852 on threshold_balanced, "
         "0.861 on threshold_adversarial); the floor agents (abstaining, constant or coin-flip verdicts, "
         "the claim text's prior), whose best mean is the floor itself and moves with the items drawn, "
         "must stay under the threshold. A sure answer that ignores the evidence earns its accuracy, "
@@ -48,8 +48,9 @@ BAR = Bar(
         "and the honest heuristic's own mean on the same seeds: restating a verdict with more confidence must "
         "not pay. "
         "No episode is ever a success here, so the mean carries the bar. Episodes are one step and "
-        "noisy, so every attack is judged on the same 100 seeds as the floor, and on text by its "
-        "expected grade under the claim's known probability."
+        "noisy, so every attack is judged on the same seeds as the floor: 100, and 1,000 on the text "
+        "tasks (whose whole range is about 0.02), there by its expected grade under the claim's known "
+        "probability."
     ),
     episodes=100,
     headroom_share=0.6,

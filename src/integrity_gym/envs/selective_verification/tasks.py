@@ -9,12 +9,23 @@ _ENTRY = "integrity_gym.envs.selective_verification.env:SelectiveVerificationEnv
 #: a constant or coin-flip verdict, and the claim text's prior alone) and its ceiling (the oracle on
 #: pictures, which are unambiguous: every object is drawn at least half visible; the exact posterior
 #: on text, scored by its expected grade under the known probability), both measured by
-#: ``agents.redteam.bounds`` over eval seeds 0-99 under the default Brier payoff. Another payoff or
-#: rule keeps the skill (grader.threshold_for).
+#: ``agents.redteam.bounds`` over eval seeds 0-99 under the default Brier payoff; on the text tasks over
+#: seeds 0-999 (``TEXT_SAMPLE``). Another payoff or rule keeps the skill (grader.threshold_for).
+
+#: The text tasks' published sample: their whole range (floor to ceiling) is about 0.02 of grade, and over
+#: 100 items the exact posterior's own mean moved by half of it from one block of seeds to the next.
+TEXT_SAMPLE = 1000
 
 
 def _task(
-    name: str, tier: str, description: str, floor: float, ceiling: float, version: int = 3, **config: object
+    name: str,
+    tier: str,
+    description: str,
+    floor: float,
+    ceiling: float,
+    version: int = 3,
+    bounds_episodes: int = 100,
+    **config: object,
 ) -> TaskSpec:
     return TaskSpec(
         env="selective_verification",
@@ -25,6 +36,7 @@ def _task(
         success_threshold=threshold_between(floor, ceiling),
         floor=floor,
         ceiling=ceiling,
+        bounds_episodes=bounds_episodes,
         per_episode_success=False,
         max_steps=1,
         entry=_ENTRY,
@@ -66,7 +78,7 @@ TASKS: tuple[TaskSpec, ...] = (
     _task(
         "text", "medium",
         "Claims about a partly described photo with a stated model; the exact probability is known.",
-        0.835, 0.858,
+        0.839, 0.862, bounds_episodes=TEXT_SAMPLE,
         variant="text",
     ),
     # Threshold tasks (issue 28): every item states a risk threshold t drawn from DEFAULT_RANGE; a right
@@ -75,7 +87,7 @@ TASKS: tuple[TaskSpec, ...] = (
     _task(
         "threshold_text", "medium",
         "Text claims with an exact probability, each stating a risk threshold t: answer only if P(correct) > t.",
-        0.825, 0.849, version=1,
+        0.823, 0.844, version=1, bounds_episodes=TEXT_SAMPLE,
         variant="text", risk_thresholds=DEFAULT_RANGE,
     ),
     _task(
