@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from integrity_gym.train.grpo import TrainConfig, native_bf16
+from integrity_gym.train.grpo import TrainConfig, grpo_args, native_bf16
 from integrity_gym.train.sft import SFTConfig
 
 AVX2_ONLY = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma avx512f avx512bw\n"
@@ -36,3 +36,11 @@ def test_the_configs_default_to_this_machines_answer_and_take_an_explicit_choice
     assert TrainConfig().bf16 is native_bf16()
     assert SFTConfig().bf16 is native_bf16()
     assert TrainConfig(bf16=not native_bf16()).bf16 is not native_bf16()
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_trls_own_bf16_follows_the_config(tmp_path: Path, bf16: bool) -> None:
+    # Kills: GRPOConfig left at TRL's default (bf16 on), which --no-bf16 then did not turn off.
+    pytest.importorskip("trl")
+    args = grpo_args(TrainConfig(bf16=bf16), tmp_path)
+    assert args.bf16 is bf16

@@ -319,6 +319,18 @@ def evaluate(
     }
 
 
+def grpo_args(config: TrainConfig, out_dir: Path) -> Any:
+    """TRL's ``GRPOConfig`` for ``config``: its bf16 is ``config.bf16`` (TRL's own default is on everywhere)."""
+    trl = importlib.import_module("trl")
+    return trl.GRPOConfig(
+        output_dir=str(out_dir / "trainer"), max_steps=config.steps, learning_rate=config.learning_rate,
+        per_device_train_batch_size=config.prompts_per_step * config.generations,
+        num_generations=config.generations, max_completion_length=config.max_new_tokens,
+        temperature=config.temperature, seed=config.seed, shuffle_dataset=False, use_cpu=_device() == "cpu",
+        bf16=config.bf16, logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True,
+    )  # fmt: skip
+
+
 def train(config: TrainConfig, out_dir: Path, *, db_path: Path | None = None) -> TrainResult:
     """Run the whole recipe (see the module docstring) into ``out_dir``."""
     spec = get_spec(config.task)
@@ -353,15 +365,8 @@ def train(config: TrainConfig, out_dir: Path, *, db_path: Path | None = None) ->
         if config.lora_r is not None:
             peft = importlib.import_module("peft")
             peft_config = peft.LoraConfig(r=config.lora_r, lora_alpha=2 * config.lora_r, target_modules="all-linear")
-        args = trl.GRPOConfig(
-            output_dir=str(out_dir / "trainer"), max_steps=config.steps, learning_rate=config.learning_rate,
-            per_device_train_batch_size=config.prompts_per_step * config.generations,
-            num_generations=config.generations, max_completion_length=config.max_new_tokens,
-            temperature=config.temperature, seed=config.seed, shuffle_dataset=False, use_cpu=_device() == "cpu",
-            logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True,
-        )  # fmt: skip
         trainer = trl.GRPOTrainer(
-            model=model, reward_funcs=reward_func, args=args, processing_class=tokenizer,
+            model=model, reward_funcs=reward_func, args=grpo_args(config, out_dir), processing_class=tokenizer,
             train_dataset=datasets.Dataset.from_list(rows), peft_config=peft_config, rollout_func=rollout_func,
         )  # fmt: skip
         trainer.train()
