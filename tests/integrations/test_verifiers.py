@@ -19,6 +19,7 @@ import importlib.util
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -159,6 +160,42 @@ def test_a_dominated_abstain_reward_is_refused_before_any_rollout() -> None:
         resolve_env_config({"taskset": {"id": "selective-verification-v1", "task": {"abstain_reward": 0.75}}})
     config = resolve_env_config({"taskset": {"id": "selective-verification-v1", "split": "popular"}})
     assert config.taskset.task_id == "selective_verification/popular-v3"
+
+
+def test_the_threshold_options_reach_the_environment(tmp_path: Path) -> None:
+    require_verifiers()
+    with scripted_llm(cycling(SELECTIVE_REPLIES), []) as url:
+        traces = vf_eval(
+            "selective-verification-v1", url, tmp_path,
+            "--env.taskset.variant", "text", "--env.taskset.risk-thresholds", "[0.6, 0.9]",
+            "--env.taskset.task.brier-weight", "0.3", "--env.taskset.num-tasks", "6", "--max-concurrent", "2",
+        )  # fmt: skip
+    assert len(traces) == 6
+    assert all(trace["task"]["data"]["task_id"] == "selective_verification/threshold_text-v1" for trace in traces)
+    config = {"variant": "text", "num_tasks": 6, "risk_thresholds": (0.6, 0.9), "brier_weight": 0.3}
+    rewards = [check_selective(trace, config) for trace in traces]
+    # check_selective replayed every reply in an environment built with these options and found the same
+    # prompts and rewards; every item states its own t from the range the option set.
+    stated = [re.search(r"t = (0\.\d\d)\.", trace["task"]["data"]["system_prompt"]) for trace in traces]
+    assert all(m is not None and 0.6 <= float(m[1]) <= 0.9 for m in stated)
+    assert any(m["abstained"] for _, _, m in rewards) and any(m["answered"] for _, _, m in rewards)
+
+
+def test_threshold_options_pick_the_threshold_task_and_refuse_what_does_not_apply() -> None:
+    require_verifiers()
+    from verifiers.v1 import resolve_env_config
+
+    def taskset(**options: Any) -> Any:
+        return resolve_env_config({"taskset": {"id": "selective-verification-v1", **options}}).taskset
+
+    assert taskset(risk_thresholds=[0.5, 0.95]).task_id == "selective_verification/threshold_balanced-v1"
+    # No threshold task of that split is registered: its own task, every item stating a threshold.
+    random = taskset(split="random", risk_thresholds=[0.5, 0.95])
+    assert random.task_id == "selective_verification/random-v3" and random.env_config()["risk_thresholds"]
+    with pytest.raises(ValueError, match="apply to threshold tasks only"):
+        taskset(task={"brier_weight": 0.3})
+    with pytest.raises(ValueError, match="scoring_rule and abstain_reward apply to the flat-payoff tasks"):
+        taskset(risk_thresholds=[0.5, 0.95], task={"abstain_reward": 0.85})
 
 
 # --------------------------------------------------------------------------- multi-turn

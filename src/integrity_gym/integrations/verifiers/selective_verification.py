@@ -10,17 +10,21 @@ step's per-trace indicators (``answered``, ``abstained``, ``malformed``, ``corre
 ``confidence_sum``, ``brier_sum``, ``needed_repair``) are the trace's metrics.
 
 Options (``--env.taskset.<key>``): ``split``, ``partition``, ``num_tasks``, ``seed``,
-``variant``, ``difficulty``, ``images``; and ``task.scoring_rule``, ``task.abstain_reward``
-(``--env.taskset.task.abstain-reward 0.85``). A dominated or pointless payoff is refused when
-the configuration is read, before any rollout.
+``variant``, ``difficulty``, ``images``, ``risk_thresholds``; and ``task.scoring_rule``,
+``task.abstain_reward`` (``--env.taskset.task.abstain-reward 0.85``), and on the threshold tasks
+``task.brier_weight`` and ``task.reward_scale``. ``risk_thresholds`` (``'[0.5, 0.95]'``) makes every
+item state its own risk threshold t (the ``threshold_*`` tasks: +1 right, -t/(1-t) wrong, 0 for
+abstaining). A dominated or pointless payoff, or a key that does not apply, is refused when the
+configuration is read, before any rollout.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from integrity_gym.core.env import validate_config
 from integrity_gym.core.registry import latest_task_id
@@ -28,6 +32,7 @@ from integrity_gym.core.seeding import PartitionChoice
 from integrity_gym.envs.selective_verification.env import VerificationConfig
 from integrity_gym.envs.selective_verification.generator import DifficultyChoice
 from integrity_gym.envs.selective_verification.models import ScoringRule, Split
+from integrity_gym.envs.selective_verification.risk import Scale
 from integrity_gym.integrations.verifiers import load_verifiers
 from integrity_gym.integrations.verifiers.episodes import EnvEpisode
 
@@ -43,6 +48,10 @@ class SelectiveVerificationTaskConfig(vf.TaskConfig):
     abstain_reward: float | None = Field(
         None, description="Flat payoff of ABSTAIN; unset picks the rule's default (q* = 0.7236 either way)."
     )
+    brier_weight: float = Field(
+        0.0, description="Threshold tasks: weight of the Brier term on an answer's stated confidence (0 = none)."
+    )
+    reward_scale: Scale = Field("grade", description="Threshold tasks: the reward is the grade or the utility.")
 
 
 class SelectiveVerificationConfig(vf.TasksetConfig):
@@ -59,12 +68,20 @@ class SelectiveVerificationConfig(vf.TasksetConfig):
         None, description="Rendering difficulty of the pictures; unset keeps the split's task default."
     )
     images: bool = Field(True, description="Send the picture; false tells a text-only model it cannot see it.")
+    risk_thresholds: tuple[float, float] | None = Field(
+        None,
+        description="The range each item's stated risk threshold t is drawn from, e.g. [0.5, 0.95] (the "
+        "threshold tasks'); unset keeps the flat abstention payoff.",
+    )
     task: SelectiveVerificationTaskConfig = SelectiveVerificationTaskConfig()
 
     @property
     def task_id(self) -> str:
-        """The integrity-gym task these items come from."""
+        """The integrity-gym task these items come from (its ``threshold_`` form where one is registered)."""
         name = "text" if self.variant == "text" else self.split
+        if self.risk_thresholds is not None:
+            with contextlib.suppress(KeyError):
+                return latest_task_id(ENV_NAME, f"threshold_{name}")
         return latest_task_id(ENV_NAME, name)
 
     def env_config(self) -> dict[str, Any]:
@@ -77,10 +94,21 @@ class SelectiveVerificationConfig(vf.TasksetConfig):
             "seed": self.seed,
             "scoring_rule": self.task.scoring_rule,
             "abstain_reward": self.task.abstain_reward,
+            "risk_thresholds": self.risk_thresholds,
+            "brier_weight": self.task.brier_weight,
+            "reward_scale": self.task.reward_scale,
         }
         if self.difficulty is not None:
             config["difficulty"] = self.difficulty
         return config
+
+    @field_validator("risk_thresholds", mode="before")
+    @classmethod
+    def _read_range(cls, value: Any) -> Any:
+        # The command line hands the range over as one string: '[0.5, 0.95]' or '0.5,0.95'.
+        if isinstance(value, str):
+            return [float(bound) for bound in value.strip("[]() ").split(",")]
+        return value
 
     @model_validator(mode="after")
     def _check(self) -> SelectiveVerificationConfig:
