@@ -36,7 +36,7 @@ from integrity_gym.agents.prompts import get_adapter, text_of
 from integrity_gym.core.env import validate_config
 from integrity_gym.core.registry import get_spec, make
 from integrity_gym.report.training import EVAL_DIRS, LOG_NAME, SUMMARY_NAME
-from integrity_gym.train.model import BUNDLED, load_model, render, require_train_extra, save_model
+from integrity_gym.train.model import BUNDLED, load_model, model_label, render, require_train_extra, save_model
 
 #: The default task's reply start (its prompt module's ``PREFILL``).
 DEFAULT_PREFILL = '{"verdict": "'
@@ -343,7 +343,7 @@ def train(config: TrainConfig, out_dir: Path, *, db_path: Path | None = None) ->
     log_path.write_text("")
     model, tokenizer = load_model(config.model)
     model.to(_device())
-    label = Path(config.model).name if config.model != BUNDLED else "SmolLM2-135M-Instruct"
+    label = model_label(config.model)
     seeds = range(config.seed, config.seed + config.steps * config.prompts_per_step)
     serving: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
     rollout_func = None

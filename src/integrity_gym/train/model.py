@@ -83,6 +83,17 @@ def render(tokenizer: Any, messages: list[dict[str, Any]]) -> str:
     return text
 
 
+def model_label(name: str) -> str:
+    """How the eval runs name model ``name``: the bundled model's name, else its last path part.
+
+    A model that ``igym sft`` or ``igym train`` saved (``OUT/model``) is named by its ``OUT``.
+    """
+    if name == BUNDLED:
+        return "SmolLM2-135M-Instruct"
+    path = Path(name)
+    return path.parent.name if path.name == "model" and path.parent.name else path.name
+
+
 def save_model(model: Any, tokenizer: Any, folder: Path) -> Path:
     """Save ``model`` (merged if it carries a LoRA adapter) and its tokenizer; return ``folder``."""
     if hasattr(model, "merge_and_unload"):

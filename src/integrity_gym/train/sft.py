@@ -30,7 +30,7 @@ from integrity_gym.core.env import validate_config
 from integrity_gym.core.registry import get_spec
 from integrity_gym.report.training import EVAL_DIRS
 from integrity_gym.train.grpo import TrainConfig, evaluate, native_bf16, with_task_prefill
-from integrity_gym.train.model import BUNDLED, load_model, require_train_extra, save_model
+from integrity_gym.train.model import BUNDLED, load_model, model_label, require_train_extra, save_model
 
 SUMMARY_NAME = "sft_summary.json"
 
@@ -140,7 +140,7 @@ def warm_start(config: SFTConfig, out_dir: Path, *, db_path: Path | None = None)
         "turns": sum(row["steps"] for row in rows), "tokens": sum(len(d["input_ids"]) for d in data),
         "trained_tokens": sum(sum(d["assistant_masks"]) for d in data),
     }  # fmt: skip
-    label = Path(config.model).name if config.model != BUNDLED else "SmolLM2-135M-Instruct"
+    label = model_label(config.model)
     evaluation = config.eval_config()
     before = after = None
     if config.eval_episodes:
