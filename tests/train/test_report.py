@@ -121,3 +121,15 @@ def test_a_multi_step_training_without_eval_still_reports_and_a_bench_run_is_una
     assert skeleton(plain) == skeleton(direct) and "<figure><h2>Grade by task</h2>" in plain
     with pytest.raises(ValueError, match="at least one run folder"):
         write_report([], tmp_path / "none")
+
+
+def test_the_eval_panels_always_abstain_line_is_the_eval_items_own() -> None:
+    # Kills: the eval panel's line drawn at the first train step's floor, which on a threshold task is train
+    # item 0's own t (0.78 in the 20-step run of docs/training.md, where always abstaining scored 0.755 on eval).
+    from integrity_gym.report.curves import eval_floor
+
+    threshold = [("before", {"metrics": {"abstain_reward": 0.755}}), ("after", {"metrics": {"abstain_reward": 0.755}})]
+    assert eval_floor(threshold, [0.78, 0.64, 0.91]) == 0.755
+    flat = [("before", {"mean_score": 0.5})]  # a stage recorded without metrics, as before issue 28
+    assert eval_floor(flat, [0.8, 0.8]) == 0.8
+    assert eval_floor(flat, [0.78, 0.64]) is None and eval_floor([], []) is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from integrity_gym.report.plots import pyplot, save
 from integrity_gym.report.training import load_training
@@ -37,8 +38,11 @@ def draw_training(folder: Path, png: Path) -> Path:
     unit = "episodes" if training.multi_step else "completions"
     ax.plot(x, reward, "o", ms=3, alpha=0.5, label=f"mean of {n} {unit}")
     ax.plot(x, _rolling(reward), "-", label="rolling mean (5 steps)")
-    floors = [s["abstain_floor"] for s in steps if s.get("abstain_floor") is not None]
-    if floors:
+    floored = [(int(s["step"]), float(s["abstain_floor"])) for s in steps if s.get("abstain_floor") is not None]
+    floors = [floor for _, floor in floored]
+    if len(set(floors)) > 1:  # threshold tasks: abstaining earns each item's own t
+        ax.plot(*zip(*floored, strict=True), ls=":", color="k", label="always abstain (the step's items)")
+    elif floors:
         ax.axhline(floors[0], ls=":", color="k", label="always abstain")
     title = "train reward (episode grade)" if training.multi_step else "train reward"
     ax.set(title=title, xlabel="step", ylim=(-0.02, 1.02))
@@ -67,13 +71,27 @@ def draw_training(folder: Path, png: Path) -> Path:
         ax.errorbar([i], [mean], yerr=[[mean - low], [high - mean]], fmt="o", capsize=6)
         ax.annotate(f"{mean:.3f}\nabstain {s['abstain_rate']:.2f}\nmalformed {s['malformed_rate']:.2f}",
                     (i, mean), textcoords="offset points", xytext=(12, -18), fontsize=8)  # fmt: skip
-    if floors:
-        ax.axhline(floors[0], ls=":", color="k")
+    abstaining = eval_floor(stages, floors)
+    if abstaining is not None:
+        ax.axhline(abstaining, ls=":", color="k")
     episodes = stages[0][1]["episodes"] if stages else 0
     ax.set(title=f"eval partition, greedy ({episodes} items, 95% CI)", xlim=(-0.5, 1.5), ylim=(-0.02, 1.02))
     ax.set_xticks(range(len(stages)), [name for name, _ in stages])
     fig.tight_layout()
     return save(fig, png)
+
+
+def eval_floor(stages: list[tuple[str, dict[str, Any]]], floors: list[float]) -> float | None:
+    """What always abstaining earns on the eval items, or None.
+
+    The eval runs' own figure where they report one (a threshold task's items each state their own
+    t), else the train steps' floor where it is one constant (the flat abstention payoff).
+    """
+    for _, figures in stages:
+        value = (figures.get("metrics") or {}).get("abstain_reward")
+        if value is not None:
+            return float(value)
+    return floors[0] if len(set(floors)) == 1 else None
 
 
 def main() -> None:
