@@ -102,8 +102,9 @@ def test_report_command(runs: list[Path], tmp_path: Path) -> None:
     before = (tmp_path / "rep" / "report.html").read_text()
     replaced = subprocess.run([*again, "--overwrite"], capture_output=True, text=True, timeout=300)
     assert replaced.returncode == 0 and (tmp_path / "rep" / "report.html").read_text() != before
-    bad = subprocess.run([sys.executable, "-m", "integrity_gym", "report", str(tmp_path)], capture_output=True,
-                         text=True, timeout=300)  # fmt: skip
+    # A folder that is no run is the error reported, even into an --out that already holds a report.
+    not_a_run = [sys.executable, "-m", "integrity_gym", "report", str(tmp_path), "--out", str(tmp_path / "rep")]
+    bad = subprocess.run(not_a_run, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "no summary.json" in bad.stdout
 
 

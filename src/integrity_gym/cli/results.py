@@ -38,13 +38,17 @@ def report(
     from integrity_gym.report.markdown import write_markdown
     from integrity_gym.report.page import write_report
 
-    taken = [p for p in (out / "report.html", markdown) if p is not None and p.exists()]
-    if taken and not overwrite:
-        raise fail(f"{taken[0]} already exists; pass --overwrite to replace it, or choose another --out/--markdown")
     try:
         loaded, trainings = load_inputs(runs)
         chosen = parse_trace_choices(trace or [])
         references = load_redteam(redteam) if redteam is not None else None
+    except (ValueError, ImportError) as exc:
+        raise fail(str(exc)) from exc
+    # The inputs first: a mistyped run folder is the error to hear of, whatever the output folder holds.
+    taken = [p for p in (out / "report.html", markdown) if p is not None and p.exists()]
+    if taken and not overwrite:
+        raise fail(f"{taken[0]} already exists; pass --overwrite to replace it, or choose another --out/--markdown")
+    try:
         page = write_report(
             loaded, out, title=title, chosen=chosen, note=note, references=references, trainings=trainings
         )
