@@ -11,7 +11,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from integrity_gym.bench.local_llm import WEIGHTS_FILE, model_path
+from integrity_gym.bench.local_llm import MODEL_NAME, WEIGHTS_FILE, model_path
 
 BUNDLED = "smollm2"
 
@@ -89,7 +89,7 @@ def model_label(name: str) -> str:
     A model that ``igym sft`` or ``igym train`` saved (``OUT/model``) is named by its ``OUT``.
     """
     if name == BUNDLED:
-        return "SmolLM2-135M-Instruct"
+        return MODEL_NAME
     path = Path(name)
     return path.parent.name if path.name == "model" and path.parent.name else path.name
 
